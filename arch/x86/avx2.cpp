@@ -1,0 +1,12 @@
+// The avx2 kernel table: every template kernel instantiated for xsimd::fma3<xsimd::avx2>.
+// Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
+#include "../common/table.hpp"
+
+namespace tessera::arch {
+
+const KernelTable& avx2_table() {
+  static const KernelTable table = make_table<xsimd::fma3<xsimd::avx2>>("avx2");
+  return table;
+}
+
+}  // namespace tessera::arch

@@ -1,0 +1,103 @@
+// Attention: the fused kernel next to the naive unfused composition of Tessera's own sgemm and
+// softmax (score matrix materialised), batch 1, fp32, on 1 and all threads. FLOP/s counts
+// 4 q_len kv_len d (halved for causal); peak% is against the measured FMA peak.
+#include <string>
+
+#include "harness.hpp"
+#include "tessera/attention.hpp"
+#include "tessera/gemm.hpp"
+#include "tessera/softmax.hpp"
+
+namespace bench {
+namespace {
+
+struct Problem {
+  const char* label;
+  int64_t heads, kv_heads, q_len, kv_len, d;
+  bool causal;
+};
+
+std::vector<Problem> problems() {
+  std::vector<Problem> out;
+  for (int64_t L : {256, 512, 1024})
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true}) out.push_back({"self", 8, 8, L, L, d, causal});
+  out.push_back({"cross", 8, 8, 128, 4096, 128, false});
+  out.push_back({"decode", 32, 32, 1, 4096, 128, false});
+  return out;
+}
+
+std::string name_of(const Problem& p, const char* who, int threads) {
+  return std::string("attention/") + p.label + "/heads:" + std::to_string(p.heads) + "/kv_heads:" +
+         std::to_string(p.kv_heads) + "/q:" + std::to_string(p.q_len) + "/kv:" +
+         std::to_string(p.kv_len) + "/d:" + std::to_string(p.d) + (p.causal ? "/causal" : "") +
+         "/" + who + "/threads:" + std::to_string(threads);
+}
+
+double flops_of(const Problem& p) {
+  const double f = 4.0 * p.heads * p.q_len * p.kv_len * p.d;
+  return p.causal ? f / 2 : f;
+}
+
+struct Tensors {
+  tessera::AttentionDesc desc{};
+  std::vector<float> q, k, v, o;
+  explicit Tensors(const Problem& p) {
+    tessera::attention_desc_init(desc, 1, p.heads, p.kv_heads, p.q_len, p.kv_len, p.d, p.d);
+    desc.causal = p.causal ? 1 : 0;
+    desc.align = TESSERA_ALIGN_BOTTOM_RIGHT;
+    q = random_floats(size_t(p.heads * p.q_len * p.d), 1);
+    k = random_floats(size_t(p.kv_heads * p.kv_len * p.d), 2);
+    v = random_floats(size_t(p.kv_heads * p.kv_len * p.d), 3);
+    o.resize(q.size());
+  }
+};
+
+void register_problem(const Problem& p, int threads) {
+  benchmark::RegisterBenchmark(name_of(p, "fused", threads).c_str(), [p, threads](benchmark::State& state) {
+    Tensors t(p);
+    run_in_arena(state, threads, [&] {
+      tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data());
+      benchmark::DoNotOptimize(t.o.data());
+    });
+    set_rates(state, flops_of(p), 4.0 * p.kv_heads * p.kv_len * p.d * 2);
+    set_peak_fraction(state, flops_of(p), threads);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+  // Unfused: S = scale Q K^T (materialised), causal mask written into S, softmax, O = P V.
+  benchmark::RegisterBenchmark(name_of(p, "unfused", threads).c_str(), [p, threads](benchmark::State& state) {
+    Tensors t(p);
+    std::vector<float> s(size_t(p.q_len * p.kv_len));
+    const float scale = 1.0f / std::sqrt(float(p.d));
+    run_in_arena(state, threads, [&] {
+      for (int64_t h = 0; h < p.heads; ++h) {
+        const float* q = t.q.data() + h * p.q_len * p.d;
+        const float* k = t.k.data() + (h / (p.heads / p.kv_heads)) * p.kv_len * p.d;
+        const float* v = t.v.data() + (h / (p.heads / p.kv_heads)) * p.kv_len * p.d;
+        tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::trans, p.q_len, p.kv_len,
+                       p.d, scale, q, p.d, k, p.d, 0.0f, s.data(), p.kv_len);
+        if (p.causal) {
+          for (int64_t i = 0; i < p.q_len; ++i)
+            for (int64_t j = i + p.kv_len - p.q_len + 1; j < p.kv_len; ++j)
+              s[size_t(i * p.kv_len + j)] = -INFINITY;
+        }
+        tessera::softmax(p.q_len, p.kv_len, s.data(), p.kv_len, s.data(), p.kv_len, 1.0f);
+        tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::no_trans, p.q_len, p.d,
+                       p.kv_len, 1.0f, s.data(), p.kv_len, v, p.d, 0.0f,
+                       t.o.data() + h * p.q_len * p.d, p.d);
+      }
+      benchmark::DoNotOptimize(t.o.data());
+    });
+    set_rates(state, flops_of(p), 0);
+    set_peak_fraction(state, flops_of(p), threads);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+void register_attention() {
+  for (const Problem& p : problems())
+    for (int t : thread_counts()) register_problem(p, t);
+}
+
+}  // namespace bench

@@ -1,0 +1,103 @@
+// SGEMM: square sizes and the shapes attention makes, on 1 and all threads, Tessera next to
+// every peer found, as FLOP/s (2 m n k) and as a fraction of the measured FMA peak.
+#include <string>
+
+#include "harness.hpp"
+#include "peers.hpp"
+#include "tessera/gemm.hpp"
+
+namespace bench {
+namespace {
+
+using tessera::Transpose;
+
+struct Shape {
+  const char* label;
+  int64_t m, n, k, batch;
+  Transpose tb;
+};
+
+// Q K^T products are NT (keys are rows); P V and projections are NN.
+const Shape kShapes[] = {
+    {"square", 64, 64, 64, 1, Transpose::no_trans},
+    {"square", 128, 128, 128, 1, Transpose::no_trans},
+    {"square", 256, 256, 256, 1, Transpose::no_trans},
+    {"square", 512, 512, 512, 1, Transpose::no_trans},
+    {"square", 1024, 1024, 1024, 1, Transpose::no_trans},
+    {"square", 2048, 2048, 2048, 1, Transpose::no_trans},
+    {"scores_QKt", 4096, 4096, 64, 1, Transpose::trans},
+    {"PV", 4096, 64, 4096, 1, Transpose::no_trans},
+    {"decode_qKt", 1, 4096, 128, 1, Transpose::trans},
+    {"batched", 64, 64, 64, 256, Transpose::trans},
+    {"batched", 512, 512, 512, 8, Transpose::no_trans},
+};
+
+std::string shape_name(const Shape& s) {
+  std::string name = std::string("sgemm/") + s.label + "/m:" + std::to_string(s.m) +
+                     "/n:" + std::to_string(s.n) + "/k:" + std::to_string(s.k);
+  if (s.batch > 1) name += "/batch:" + std::to_string(s.batch);
+  return name + (s.tb == Transpose::trans ? "/NT" : "/NN");
+}
+
+struct Operands {
+  std::vector<float> a, b, c;
+  int64_t lda, ldb, ldc, sa, sb, sc;
+  explicit Operands(const Shape& s)
+      : lda(s.k), ldb(s.tb == Transpose::trans ? s.k : s.n), ldc(s.n),
+        sa(s.m * s.k), sb(s.k * s.n), sc(s.m * s.n) {
+    a = random_floats(size_t(sa * s.batch), 1);
+    b = random_floats(size_t(sb * s.batch), 2);
+    c = random_floats(size_t(sc * s.batch), 3);
+  }
+};
+
+void register_tessera(const Shape& s, int threads) {
+  const std::string name = shape_name(s) + "/tessera/threads:" + std::to_string(threads);
+  benchmark::RegisterBenchmark(name.c_str(), [s, threads](benchmark::State& state) {
+    Operands op(s);
+    run_in_arena(state, threads, [&] {
+      if (s.batch == 1) {
+        tessera::sgemm(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a.data(), op.lda,
+                       op.b.data(), op.ldb, 0.0f, op.c.data(), op.ldc);
+      } else {
+        tessera::sgemm_strided_batched(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a.data(),
+                                       op.lda, op.sa, op.b.data(), op.ldb, op.sb, 0.0f,
+                                       op.c.data(), op.ldc, op.sc, s.batch);
+      }
+      benchmark::DoNotOptimize(op.c.data());
+    });
+    const double flops = 2.0 * s.m * s.n * s.k * s.batch;
+    set_rates(state, flops, 0);
+    set_peak_fraction(state, flops, threads);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+void register_peer(const Shape& s, int threads, const GemmPeer& peer) {
+  const std::string name = shape_name(s) + "/" + peer.name + "/threads:" + std::to_string(threads);
+  benchmark::RegisterBenchmark(name.c_str(), [s, threads, &peer](benchmark::State& state) {
+    Operands op(s);
+    peer.set_threads(peer, threads);
+    for (auto _ : state) {
+      for (int64_t i = 0; i < s.batch; ++i)
+        peer.sgemm(peer, Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a.data() + i * op.sa,
+                   op.lda, op.b.data() + i * op.sb, op.ldb, 0.0f, op.c.data() + i * op.sc, op.ldc);
+      benchmark::DoNotOptimize(op.c.data());
+    }
+    const double flops = 2.0 * s.m * s.n * s.k * s.batch;
+    set_rates(state, flops, 0);
+    set_peak_fraction(state, flops, threads);
+    state.SetLabel(peer.kernel);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+void register_gemm() {
+  for (const Shape& s : kShapes)
+    for (int t : thread_counts()) {
+      register_tessera(s, t);
+      for (const GemmPeer& p : gemm_peers()) register_peer(s, t, p);
+    }
+}
+
+}  // namespace bench

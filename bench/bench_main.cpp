@@ -1,0 +1,83 @@
+// tessera_bench: one binary for every kernel, with the peers found on this machine measured in
+// the same run. The context block printed first says which kernel table and which peer kernels
+// answered, and the measured FMA peak each row's "peak%" refers to.
+#include <benchmark/benchmark.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "../arch/kernels.hpp"
+#include "../src/dispatch.hpp"
+#include "harness.hpp"
+#include "peers.hpp"
+#include "tessera/threading.hpp"
+
+namespace bench {
+
+std::vector<int> thread_counts() {
+  const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<int> out = {1};
+  if (hw > 1) out.push_back(hw);
+  return out;
+}
+
+double peak_flops(int threads) {
+  static std::map<std::pair<std::string, int>, double> cache;
+  const auto& table = tessera::detail::active_table();
+  const auto key = std::make_pair(std::string(table.name), threads);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  // Median of 5 timed runs of ~50 ms per thread, every thread busy at once.
+  const int64_t iters = 4'000'000;
+  std::vector<double> rates;
+  tbb::task_arena arena(threads);
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    arena.execute([&] {
+      tbb::parallel_for(0, threads, [&](int) {
+        volatile float sink = table.peak_fma(iters);
+        (void)sink;
+      }, tbb::static_partitioner());
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(double(iters) * table.peak_flops_per_iter * threads / s);
+  }
+  std::sort(rates.begin(), rates.end());
+  return cache[key] = rates[rates.size() / 2];
+}
+
+void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threads) {
+  state.counters["peak%"] = benchmark::Counter(
+      100.0 * flops_per_iter / peak_flops(threads), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_peak();
+void register_gemm();
+void register_softmax();
+void register_attention();
+
+}  // namespace bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  std::printf("tessera kernel table: %s\n", tessera::isa_name());
+  for (int t : bench::thread_counts())
+    std::printf("measured FMA peak (%s, %d thread%s): %.1f GFLOP/s\n", tessera::isa_name(), t,
+                t > 1 ? "s" : "", bench::peak_flops(t) / 1e9);
+  for (const auto& p : bench::gemm_peers())
+    std::printf("peer %-9s answers with: %s\n", p.name.c_str(), p.kernel.c_str());
+  if (bench::gemm_peers().empty()) std::printf("no peer libraries found (scripts/install-deps.sh --peers)\n");
+  std::fflush(stdout);
+  bench::register_peak();
+  bench::register_gemm();
+  bench::register_softmax();
+  bench::register_attention();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,76 @@
+// Softmax family: the row shapes of attention, on 1 and all threads, in bytes that must move
+// (8 per element for softmax: one read, one write; 4 for logsumexp) next to a STREAM-style copy
+// of the same bytes measured in the same run.
+#include <tbb/parallel_for.h>
+
+#include <cstring>
+#include <string>
+
+#include "harness.hpp"
+#include "tessera/softmax.hpp"
+
+namespace bench {
+namespace {
+
+struct Rows {
+  int64_t rows, cols;
+};
+const Rows kShapes[] = {{4096, 4096}, {64, 65536}, {16384, 128}, {1, 1048576}, {8, 128}};
+
+std::string shape_name(const char* op, const Rows& s, const char* who, int threads) {
+  return std::string(op) + "/rows:" + std::to_string(s.rows) + "/cols:" + std::to_string(s.cols) +
+         "/" + who + "/threads:" + std::to_string(threads);
+}
+
+void register_shape(const Rows& s, int threads) {
+  const double elems = double(s.rows) * s.cols;
+  benchmark::RegisterBenchmark(shape_name("softmax", s, "tessera", threads).c_str(),
+                               [s, threads, elems](benchmark::State& state) {
+    auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
+    std::vector<float> y(x.size());
+    run_in_arena(state, threads, [&] {
+      tessera::softmax(s.rows, s.cols, x.data(), s.cols, y.data(), s.cols, 1.0f);
+      benchmark::DoNotOptimize(y.data());
+    });
+    set_rates(state, 0, 8 * elems);
+    state.counters["elem/s"] = benchmark::Counter(elems, benchmark::Counter::kIsIterationInvariantRate);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+  benchmark::RegisterBenchmark(shape_name("logsumexp", s, "tessera", threads).c_str(),
+                               [s, threads, elems](benchmark::State& state) {
+    auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
+    std::vector<float> out(size_t(s.rows));
+    run_in_arena(state, threads, [&] {
+      tessera::logsumexp(s.rows, s.cols, x.data(), s.cols, 1.0f, out.data());
+      benchmark::DoNotOptimize(out.data());
+    });
+    set_rates(state, 0, 4 * elems);
+    state.counters["elem/s"] = benchmark::Counter(elems, benchmark::Counter::kIsIterationInvariantRate);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+  // The bandwidth ceiling: copy the same rows (read + write, as softmax must), rows split over
+  // the threads as softmax splits them.
+  benchmark::RegisterBenchmark(shape_name("softmax", s, "copy", threads).c_str(),
+                               [s, threads, elems](benchmark::State& state) {
+    auto x = random_floats(size_t(elems), 1);
+    std::vector<float> y(x.size());
+    run_in_arena(state, threads, [&] {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, int64_t(elems), 1 << 14),
+                        [&](const tbb::blocked_range<int64_t>& r) {
+                          std::memcpy(y.data() + r.begin(), x.data() + r.begin(),
+                                      sizeof(float) * r.size());
+                        });
+      benchmark::DoNotOptimize(y.data());
+    });
+    set_rates(state, 0, 8 * elems);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+void register_softmax() {
+  for (const Rows& s : kShapes)
+    for (int t : thread_counts()) register_shape(s, t);
+}
+
+}  // namespace bench

@@ -1,0 +1,51 @@
+// Shared benchmark plumbing: thread-count control for Tessera (a tbb::task_arena, the way an
+// application bounds it) and the peers, seeded inputs, FLOP and byte counters, and the measured
+// FMA peak each GEMM row is reported against.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <tbb/task_arena.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// Runs the benchmark loop of `body` inside an arena of `threads` TBB threads.
+template <class F>
+void run_in_arena(benchmark::State& state, int threads, F&& body) {
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    for (auto _ : state) body();
+  });
+}
+
+// Rates: flops and bytes per iteration become per-second counters (decimal units).
+inline void set_rates(benchmark::State& state, double flops, double bytes) {
+  if (flops > 0)
+    state.counters["FLOP/s"] =
+        benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate,
+                           benchmark::Counter::kIs1000);
+  if (bytes > 0)
+    state.counters["B/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate,
+                                               benchmark::Counter::kIs1000);
+}
+
+// The FMA peak (FLOP/s) of the active kernel table on `threads` threads, measured once at start.
+double peak_flops(int threads);
+// Adds "peak%" = achieved FLOP/s / peak FLOP/s of the active table (call after the loop).
+void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threads);
+
+// Thread counts the default run measures: 1 and every core (2 here).
+std::vector<int> thread_counts();
+
+}  // namespace bench

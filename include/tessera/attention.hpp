@@ -1,0 +1,16 @@
+// Tessera C++ API: fused masked attention (see tessera.h for the score and visibility rules).
+#pragma once
+
+#include "tessera/common.hpp"
+
+namespace tessera {
+
+using AttentionDesc = tessera_attention_desc;
+
+TESSERA_API Status attention_desc_init(AttentionDesc& desc, int64_t batch, int64_t q_heads,
+                                       int64_t kv_heads, int64_t q_len, int64_t kv_len,
+                                       int64_t head_dim, int64_t value_dim);
+TESSERA_API Status attention(const AttentionDesc& desc, const float* q, const float* k,
+                             const float* v, float* o);
+
+}  // namespace tessera

@@ -1,0 +1,26 @@
+// Tessera C++ API: single-precision GEMM (see tessera.h for the contract).
+#pragma once
+
+#include "tessera/common.hpp"
+
+namespace tessera {
+
+TESSERA_API Status sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                         float* c, int64_t ldc);
+
+TESSERA_API Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n,
+                                         int64_t k, float alpha, const float* a, int64_t lda,
+                                         int64_t stride_a, const float* b, int64_t ldb,
+                                         int64_t stride_b, float beta, float* c, int64_t ldc,
+                                         int64_t stride_c, int64_t batch);
+
+// Bytes for op(B) packed for the active kernel table; 0 (and last_error set) for bad arguments.
+TESSERA_API size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n);
+TESSERA_API Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb,
+                                void* packed);
+TESSERA_API Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha,
+                                const float* a, int64_t lda, const void* packed, float beta,
+                                float* c, int64_t ldc);
+
+}  // namespace tessera

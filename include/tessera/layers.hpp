@@ -1,0 +1,27 @@
+// Tessera C++ API: attention layers built on the kernels (see tessera.h).
+#pragma once
+
+#include "tessera/common.hpp"
+
+namespace tessera {
+
+TESSERA_API Status additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
+                                      int64_t attn_dim, const float* enc, const float* dec,
+                                      const float* w_enc, const float* w_dec, const float* v,
+                                      float* context, float* weights = nullptr);
+TESSERA_API Status additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim,
+                                 const float* enc, const float* w_enc, float* keys);
+TESSERA_API Status additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
+                                           int64_t attn_dim, const float* enc, const float* keys,
+                                           const float* dec, const float* w_dec, const float* v,
+                                           float* context, float* weights = nullptr);
+
+using MhaDesc = tessera_mha_desc;
+
+TESSERA_API Status mha_desc_init(MhaDesc& desc, int64_t batch, int64_t q_len, int64_t kv_len,
+                                 int64_t model_dim, int64_t heads);
+TESSERA_API Status mha_workspace_size(const MhaDesc& desc, size_t& bytes);
+TESSERA_API Status mha_forward(const MhaDesc& desc, const float* x_q, const float* x_kv,
+                               float* out, void* workspace = nullptr, size_t workspace_bytes = 0);
+
+}  // namespace tessera

@@ -1,0 +1,199 @@
+/* Tessera: CPU kernels for attention (GEMM, online softmax, fused masked attention).
+ *
+ * The C API. Conventions shared by every function:
+ *  - every matrix is row-major float32; leading dimensions and strides are in elements;
+ *  - sizes are int64_t; a size of 0 is valid and does nothing (outputs of size 0 are not touched);
+ *  - every function returns a tessera_status; on anything but TESSERA_OK no output has been
+ *    written and tessera_last_error() names the offending argument;
+ *  - results are bitwise identical for any thread count. */
+#ifndef TESSERA_TESSERA_H
+#define TESSERA_TESSERA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32) && defined(TESSERA_SHARED)
+#if defined(TESSERA_BUILDING)
+#define TESSERA_API __declspec(dllexport)
+#else
+#define TESSERA_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__)
+#define TESSERA_API __attribute__((visibility("default")))
+#else
+#define TESSERA_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tessera_status {
+  TESSERA_OK = 0,
+  TESSERA_INVALID_ARGUMENT = 1,
+  TESSERA_UNSUPPORTED = 2,
+  TESSERA_OUT_OF_MEMORY = 3,
+  TESSERA_INTERNAL = 4
+} tessera_status;
+
+typedef enum tessera_transpose { TESSERA_NO_TRANS = 0, TESSERA_TRANS = 1 } tessera_transpose;
+
+/* Where query i sits among the keys, for causal and window masks and ALiBi distances. */
+typedef enum tessera_align {
+  TESSERA_ALIGN_TOP_LEFT = 0,    /* position i (PyTorch is_causal) */
+  TESSERA_ALIGN_BOTTOM_RIGHT = 1 /* position i + valid_kv_len - q_len (KV-cache decoding) */
+} tessera_align;
+
+/* ---- introspection and threading ---------------------------------------------------------- */
+
+TESSERA_API const char* tessera_status_string(tessera_status s);
+/* The message of the last failed call on this thread ("" if none). */
+TESSERA_API const char* tessera_last_error(void);
+/* The kernel table in use: "avx512", "avx2", "sse2", "neon64", "neon32" or "scalar". */
+TESSERA_API const char* tessera_isa_name(void);
+/* Selects a kernel table by name; TESSERA_UNSUPPORTED if this CPU or build cannot run it.
+ * The environment variable TESSERA_ISA does the same at first use. */
+TESSERA_API tessera_status tessera_set_isa(const char* name);
+/* 1 if the named kernel table can run here. */
+TESSERA_API int tessera_isa_supported(const char* name);
+/* Caps the number of TBB worker threads for the whole process; n <= 0 restores the default.
+ * Applications that manage TBB themselves should use a tbb::task_arena instead. */
+TESSERA_API tessera_status tessera_set_num_threads(int n);
+
+/* ---- GEMM ----------------------------------------------------------------------------------- */
+
+/* C = alpha * op(A) * op(B) + beta * C, op(A) m x k, op(B) k x n, C m x n.
+ * beta = 0 never reads C (NaN in C is overwritten). */
+TESSERA_API tessera_status tessera_sgemm(tessera_transpose ta, tessera_transpose tb, int64_t m,
+                                         int64_t n, int64_t k, float alpha, const float* a,
+                                         int64_t lda, const float* b, int64_t ldb, float beta,
+                                         float* c, int64_t ldc);
+
+/* The same over batch problems; problem i uses a + i*stride_a, b + i*stride_b, c + i*stride_c.
+ * stride_a or stride_b may be 0 (a shared operand); C blocks must not overlap. */
+TESSERA_API tessera_status tessera_sgemm_strided_batched(
+    tessera_transpose ta, tessera_transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+    const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b,
+    float beta, float* c, int64_t ldc, int64_t stride_c, int64_t batch);
+
+/* Bytes needed to pack op(B) (k x n) for the active kernel table; 0 for bad arguments. */
+TESSERA_API size_t tessera_sgemm_pack_b_size(tessera_transpose tb, int64_t k, int64_t n);
+/* Packs op(B) into `packed` (tessera_sgemm_pack_b_size bytes, any alignment). */
+TESSERA_API tessera_status tessera_sgemm_pack_b(tessera_transpose tb, int64_t k, int64_t n,
+                                                const float* b, int64_t ldb, void* packed);
+/* C = alpha * op(A) * B + beta * C with B packed by tessera_sgemm_pack_b for the same k and n
+ * under the same kernel table (otherwise TESSERA_INVALID_ARGUMENT). */
+TESSERA_API tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n,
+                                                int64_t k, float alpha, const float* a,
+                                                int64_t lda, const void* packed, float beta,
+                                                float* c, int64_t ldc);
+
+/* ---- softmax -------------------------------------------------------------------------------- */
+
+/* y[r,:] = softmax(scale * x[r,:]); scale finite and > 0; y may equal x (in place).
+ * An all -inf row gives zeros. */
+TESSERA_API tessera_status tessera_softmax(int64_t rows, int64_t cols, const float* x,
+                                           int64_t ldx, float* y, int64_t ldy, float scale);
+/* y[r,:] = log_softmax(scale * x[r,:]); an all -inf row gives -inf. */
+TESSERA_API tessera_status tessera_log_softmax(int64_t rows, int64_t cols, const float* x,
+                                               int64_t ldx, float* y, int64_t ldy, float scale);
+/* out[r] = log sum_j exp(scale * x[r,j]); -inf for an all -inf row. */
+TESSERA_API tessera_status tessera_logsumexp(int64_t rows, int64_t cols, const float* x,
+                                             int64_t ldx, float scale, float* out);
+
+/* ---- fused attention ------------------------------------------------------------------------ */
+
+/* O = softmax(scale * Q K^T + masks) V per (batch, query head), never materialising Q K^T.
+ * Score of query i (at position p) against key j:
+ *   s = softcap(scale * q_i.k_j) + alibi_slope_h * (j - p) + bias[b,h,i,j]
+ * Key j is visible when j < valid_kv_len, the causal and window rules allow it, the mask keeps it
+ * and s is not -inf. A query with no visible key gets zeros in O and -inf in lse. */
+typedef struct tessera_attention_desc {
+  int64_t batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim;
+  float scale; /* 0 means 1/sqrt(head_dim) */
+  /* strides in elements for (batch, head, seq); the feature dimension is contiguous */
+  int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+  int causal;          /* 0 or 1: key j visible only if j <= p */
+  tessera_align align; /* position p of query i, for causal, window and ALiBi */
+  int64_t window_left, window_right; /* p - left <= j <= p + right; -1 is unbounded */
+  const int32_t* kv_lens;            /* [batch] valid key lengths, or NULL for kv_len */
+  const float* bias;                 /* additive bias over (batch, head, query, key), or NULL */
+  int64_t bias_stride[4];            /* stride 0 broadcasts */
+  const uint8_t* mask;               /* keep-mask over (batch, head, query, key), or NULL */
+  int64_t mask_stride[4];
+  const float* alibi_slopes; /* [q_heads], or NULL */
+  float softcap;             /* > 0: softcap * tanh(s / softcap) on scaled scores; 0 off */
+  float* lse;                /* optional output [batch][q_heads][q_len], natural log */
+} tessera_attention_desc;
+
+/* Fills packed BHSD strides ([batch][head][seq][dim]), scale 0, window -1/-1, options off. */
+TESSERA_API tessera_status tessera_attention_desc_init(tessera_attention_desc* desc, int64_t batch,
+                                                       int64_t q_heads, int64_t kv_heads,
+                                                       int64_t q_len, int64_t kv_len,
+                                                       int64_t head_dim, int64_t value_dim);
+TESSERA_API tessera_status tessera_attention(const tessera_attention_desc* desc, const float* q,
+                                             const float* k, const float* v, float* o);
+
+/* ---- additive (Bahdanau) attention ---------------------------------------------------------- */
+
+/* e_j = v . tanh(s W_dec + h_j W_enc), alpha = softmax(e), context = sum_j alpha_j h_j.
+ * enc: enc_len x enc_dim (rows h_j), dec: dec_dim (s), w_enc: enc_dim x attn_dim,
+ * w_dec: dec_dim x attn_dim, v: attn_dim, context: enc_dim, weights: enc_len or NULL. */
+TESSERA_API tessera_status tessera_additive_attention(int64_t enc_len, int64_t enc_dim,
+                                                      int64_t dec_dim, int64_t attn_dim,
+                                                      const float* enc, const float* dec,
+                                                      const float* w_enc, const float* w_dec,
+                                                      const float* v, float* context,
+                                                      float* weights);
+/* keys = enc W_enc (enc_len x attn_dim): once per encoded sequence. */
+TESSERA_API tessera_status tessera_additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim,
+                                                 const float* enc, const float* w_enc,
+                                                 float* keys);
+/* One decoder step against keys from tessera_additive_keys. */
+TESSERA_API tessera_status tessera_additive_attention_step(
+    int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim, const float* enc,
+    const float* keys, const float* dec, const float* w_dec, const float* v, float* context,
+    float* weights);
+
+/* ---- multi-head attention layer ------------------------------------------------------------- */
+
+/* out = concat_h(attention(x_q W_q + b_q, x_kv W_k + b_k, x_kv W_v + b_v)) W_o + b_o.
+ * Inputs are [batch][seq][features] rows; weights are in_features x out_features row-major
+ * (x W, the transpose of a PyTorch Linear's weight); biases may be NULL.
+ * With a KV cache ([batch][kv_heads][cache_capacity][dim], k_cache and v_cache both set), the
+ * kv_len new keys/values are written at positions [cache_len, cache_len + kv_len) and the
+ * queries attend to all cache_len + kv_len of them (causal uses bottom-right alignment);
+ * the caller advances cache_len. */
+typedef struct tessera_mha_desc {
+  int64_t batch, q_len, kv_len;
+  int64_t q_in_dim, kv_in_dim, out_dim;
+  int64_t q_heads, kv_heads, head_dim, value_dim;
+  float scale; /* 0 means 1/sqrt(head_dim) */
+  int causal;
+  int64_t window_left, window_right;
+  const float *w_q, *b_q; /* q_in_dim x q_heads*head_dim */
+  const float *w_k, *b_k; /* kv_in_dim x kv_heads*head_dim */
+  const float *w_v, *b_v; /* kv_in_dim x kv_heads*value_dim */
+  const float *w_o, *b_o; /* q_heads*value_dim x out_dim */
+  float *k_cache, *v_cache;
+  int64_t cache_capacity, cache_len;
+} tessera_mha_desc;
+
+/* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,
+ * kv_heads = heads, no bias, no cache, window -1/-1; weights must then be set. */
+TESSERA_API tessera_status tessera_mha_desc_init(tessera_mha_desc* desc, int64_t batch,
+                                                 int64_t q_len, int64_t kv_len, int64_t model_dim,
+                                                 int64_t heads);
+TESSERA_API tessera_status tessera_mha_workspace_size(const tessera_mha_desc* desc,
+                                                      size_t* bytes);
+/* workspace may be NULL (then Tessera allocates); otherwise it holds workspace_bytes >= the
+ * size reported above. x_kv may equal x_q (self-attention). */
+TESSERA_API tessera_status tessera_mha_forward(const tessera_mha_desc* desc, const float* x_q,
+                                               const float* x_kv, float* out, void* workspace,
+                                               size_t workspace_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_TESSERA_H */

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what is missing, then builds and runs every test: native x86-64 (Release, then
+# ASan+UBSan, then -fno-exceptions as a shared library), then AArch64 and ARMv7 under qemu-user.
+# Each stage prints ctest's summary line. Usage: scripts/test.sh [preset ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh --native --cross
+
+presets=("$@")
+[ ${#presets[@]} -gt 0 ] || presets=(release asan noexcept aarch64 armv7)
+for p in "${presets[@]}"; do
+  echo "=== tests: $p ==="
+  cmake --preset "$p" >/dev/null
+  cmake --build --preset "$p"
+  ctest --preset "$p"
+done
+echo "=== all test stages passed: ${presets[*]} ==="

@@ -1,0 +1,65 @@
+// Argument checks shared by the drivers. Each returns Status::ok or records a message that
+// names the argument (as the caller spelled it) and returns Status::invalid_argument.
+#pragma once
+
+#include <cmath>
+
+#include "error.hpp"
+
+namespace tessera::detail {
+
+// Early-return helper: TESSERA_CHECK(check_xxx(...));
+#define TESSERA_CHECK(expr)                                \
+  do {                                                     \
+    const ::tessera::Status tessera_check_s_ = (expr);     \
+    if (tessera_check_s_ != ::tessera::Status::ok) return tessera_check_s_; \
+  } while (0)
+
+inline Status check_nonneg(const char* name, int64_t v) {
+  return v >= 0 ? Status::ok
+                : fail(Status::invalid_argument, "%s = %lld must be >= 0", name, (long long)v);
+}
+
+inline Status check_positive(const char* name, int64_t v) {
+  return v > 0 ? Status::ok
+               : fail(Status::invalid_argument, "%s = %lld must be > 0", name, (long long)v);
+}
+
+inline Status check_transpose(const char* name, Transpose t) {
+  return (t == Transpose::no_trans || t == Transpose::trans)
+             ? Status::ok
+             : fail(Status::invalid_argument, "%s = %d is not TESSERA_NO_TRANS or TESSERA_TRANS",
+                    name, static_cast<int>(t));
+}
+
+// A row-major matrix of `cols` columns needs ld >= max(1, cols) (the BLAS rule).
+inline Status check_ld(const char* name, int64_t ld, int64_t cols) {
+  const int64_t need = cols > 1 ? cols : 1;
+  return ld >= need ? Status::ok
+                    : fail(Status::invalid_argument, "%s = %lld must be >= %lld", name,
+                           (long long)ld, (long long)need);
+}
+
+// A pointer may be null only when it addresses nothing.
+inline Status check_ptr(const char* name, const void* p, bool needed) {
+  return (p != nullptr || !needed)
+             ? Status::ok
+             : fail(Status::invalid_argument, "%s is NULL but addresses a non-empty array", name);
+}
+
+inline Status check_finite(const char* name, float v) {
+  return std::isfinite(v) ? Status::ok
+                          : fail(Status::invalid_argument, "%s = %g must be finite", name, v);
+}
+
+// Do rows x cols matrices at p (ld lp) and q (ld lq) share memory without being the same?
+// Used to allow exact in-place operation and reject partial overlap.
+bool partially_overlaps(const float* p, int64_t lp, const float* q, int64_t lq, int64_t rows,
+                        int64_t cols);
+
+// Checks that a strided output of the given (stride, extent) dimensions maps distinct indices to
+// distinct addresses (no two output elements share memory). dims are unordered.
+Status check_no_self_overlap(const char* name, const int64_t* strides, const int64_t* extents,
+                             int count);
+
+}  // namespace tessera::detail

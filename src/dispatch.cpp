@@ -1,0 +1,95 @@
+#include "dispatch.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "error.hpp"
+#include "tessera/threading.hpp"
+
+namespace tessera {
+namespace detail {
+namespace {
+
+struct Candidate {
+  const char* name;
+  const arch::KernelTable& (*table)();
+  bool (*runs_here)();
+};
+
+#if defined(TESSERA_HAVE_X86)
+bool cpu_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+bool cpu_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool always() { return true; }
+// Best first.
+constexpr Candidate kCandidates[] = {
+    {"avx512", arch::avx512_table, cpu_avx512},
+    {"avx2", arch::avx2_table, cpu_avx2},
+    {"sse2", arch::sse2_table, always},
+};
+#elif defined(TESSERA_HAVE_NEON64)
+bool always() { return true; }
+constexpr Candidate kCandidates[] = {{"neon64", arch::neon64_table, always}};
+#elif defined(TESSERA_HAVE_NEON32)
+bool always() { return true; }
+constexpr Candidate kCandidates[] = {{"neon32", arch::neon32_table, always}};
+#else
+bool always() { return true; }
+constexpr Candidate kCandidates[] = {{"scalar", arch::scalar_table, always}};
+#endif
+
+const arch::KernelTable* best_table() {
+  for (const auto& c : kCandidates)
+    if (c.runs_here()) return &c.table();
+  return &kCandidates[0].table();
+}
+
+const arch::KernelTable* initial_table() {
+  if (const char* env = std::getenv("TESSERA_ISA")) {
+    if (const arch::KernelTable* t = find_table(env)) return t;
+  }
+  return best_table();
+}
+
+std::atomic<const arch::KernelTable*> g_active{nullptr};
+
+}  // namespace
+
+const arch::KernelTable* find_table(const char* name) {
+  if (name == nullptr) return nullptr;
+  for (const auto& c : kCandidates)
+    if (std::strcmp(c.name, name) == 0) return c.runs_here() ? &c.table() : nullptr;
+  return nullptr;
+}
+
+const arch::KernelTable& active_table() {
+  const arch::KernelTable* t = g_active.load(std::memory_order_acquire);
+  if (t == nullptr) {
+    const arch::KernelTable* first = initial_table();
+    // A concurrent first use may have won; both computed the same answer anyway.
+    g_active.compare_exchange_strong(t, first, std::memory_order_acq_rel);
+    t = g_active.load(std::memory_order_acquire);
+  }
+  return *t;
+}
+
+}  // namespace detail
+
+const char* isa_name() { return detail::active_table().name; }
+
+bool isa_supported(const char* name) { return detail::find_table(name) != nullptr; }
+
+Status set_isa(const char* name) {
+  const arch::KernelTable* t = detail::find_table(name);
+  if (t == nullptr) {
+    return detail::fail(Status::unsupported, "name = \"%s\" is not a kernel table this CPU runs",
+                        name ? name : "(null)");
+  }
+  detail::g_active.store(t, std::memory_order_release);
+  return Status::ok;
+}
+
+}  // namespace tessera

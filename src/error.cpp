@@ -1,0 +1,37 @@
+#include "error.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace tessera {
+namespace detail {
+namespace {
+thread_local char g_message[512] = "";
+}
+
+Status fail(Status s, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(g_message, sizeof g_message, fmt, args);
+  va_end(args);
+  return s;
+}
+
+void clear_error() { g_message[0] = '\0'; }
+
+}  // namespace detail
+
+const char* last_error() { return detail::g_message; }
+
+const char* status_string(Status s) {
+  switch (s) {
+    case Status::ok: return "TESSERA_OK";
+    case Status::invalid_argument: return "TESSERA_INVALID_ARGUMENT";
+    case Status::unsupported: return "TESSERA_UNSUPPORTED";
+    case Status::out_of_memory: return "TESSERA_OUT_OF_MEMORY";
+    case Status::internal: return "TESSERA_INTERNAL";
+  }
+  return "unknown tessera_status";
+}
+
+}  // namespace tessera

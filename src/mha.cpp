@@ -1,0 +1,197 @@
+// Multi-head attention layer: projections as GEMMs, the fused attention over strided views of
+// them (BSHD, so no transposes are copied), and the output projection.
+#include <cstdlib>
+#include <cstring>
+
+#include "check.hpp"
+#include "tessera/attention.hpp"
+#include "tessera/gemm.hpp"
+#include "tessera/layers.hpp"
+
+namespace tessera {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+struct Sizes {
+  size_t q, kv_k, kv_v, o;  // floats of each workspace buffer (K/V are 0 with a cache)
+  size_t total_bytes() const {
+    return round_up(q * 4) + round_up(kv_k * 4) + round_up(kv_v * 4) + round_up(o * 4) + kAlign;
+  }
+};
+
+Sizes sizes_of(const MhaDesc& d) {
+  const bool cached = d.k_cache != nullptr;
+  const auto u = [](int64_t x) { return static_cast<size_t>(x); };
+  return {u(d.batch * d.q_len * d.q_heads * d.head_dim),
+          cached ? 0 : u(d.batch * d.kv_len * d.kv_heads * d.head_dim),
+          cached ? 0 : u(d.batch * d.kv_len * d.kv_heads * d.value_dim),
+          u(d.batch * d.q_len * d.q_heads * d.value_dim)};
+}
+
+Status check_desc(const MhaDesc& d) {
+  TESSERA_CHECK(detail::check_nonneg("desc->batch", d.batch));
+  TESSERA_CHECK(detail::check_nonneg("desc->q_len", d.q_len));
+  TESSERA_CHECK(detail::check_nonneg("desc->kv_len", d.kv_len));
+  TESSERA_CHECK(detail::check_positive("desc->q_in_dim", d.q_in_dim));
+  TESSERA_CHECK(detail::check_positive("desc->kv_in_dim", d.kv_in_dim));
+  TESSERA_CHECK(detail::check_positive("desc->out_dim", d.out_dim));
+  TESSERA_CHECK(detail::check_positive("desc->q_heads", d.q_heads));
+  TESSERA_CHECK(detail::check_positive("desc->kv_heads", d.kv_heads));
+  TESSERA_CHECK(detail::check_positive("desc->head_dim", d.head_dim));
+  TESSERA_CHECK(detail::check_positive("desc->value_dim", d.value_dim));
+  if (d.q_heads % d.kv_heads != 0)
+    return detail::fail(Status::invalid_argument,
+                        "desc->q_heads = %lld is not a multiple of kv_heads = %lld",
+                        (long long)d.q_heads, (long long)d.kv_heads);
+  TESSERA_CHECK(detail::check_finite("desc->scale", d.scale));
+  if (d.causal != 0 && d.causal != 1)
+    return detail::fail(Status::invalid_argument, "desc->causal = %d must be 0 or 1", d.causal);
+  if (d.window_left < -1 || d.window_right < -1)
+    return detail::fail(Status::invalid_argument, "desc->window_%s must be >= -1",
+                        d.window_left < -1 ? "left" : "right");
+  TESSERA_CHECK(detail::check_ptr("desc->w_q", d.w_q, true));
+  TESSERA_CHECK(detail::check_ptr("desc->w_k", d.w_k, true));
+  TESSERA_CHECK(detail::check_ptr("desc->w_v", d.w_v, true));
+  TESSERA_CHECK(detail::check_ptr("desc->w_o", d.w_o, true));
+  if ((d.k_cache == nullptr) != (d.v_cache == nullptr))
+    return detail::fail(Status::invalid_argument,
+                        "desc->k_cache and desc->v_cache must be both set or both NULL");
+  if (d.k_cache) {
+    TESSERA_CHECK(detail::check_nonneg("desc->cache_len", d.cache_len));
+    if (d.cache_capacity < d.cache_len + d.kv_len)
+      return detail::fail(Status::invalid_argument,
+                          "desc->cache_capacity = %lld cannot hold cache_len + kv_len = %lld",
+                          (long long)d.cache_capacity, (long long)(d.cache_len + d.kv_len));
+  }
+  return Status::ok;
+}
+
+// C (rows x cols, ldc) = X W (+ bias broadcast over rows).
+Status linear(int64_t rows, int64_t in, int64_t cols, const float* x, int64_t ldx, const float* w,
+              int64_t ldw, const float* bias, float* c, int64_t ldc) {
+  if (bias) {
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, bias, sizeof(float) * cols);
+  }
+  return sgemm(Transpose::no_trans, Transpose::no_trans, rows, cols, in, 1.0f, x, ldx, w, ldw,
+               bias ? 1.0f : 0.0f, c, ldc);
+}
+
+}  // namespace
+
+Status mha_desc_init(MhaDesc& d, int64_t batch, int64_t q_len, int64_t kv_len, int64_t model_dim,
+                     int64_t heads) {
+  TESSERA_CHECK(detail::check_positive("model_dim", model_dim));
+  TESSERA_CHECK(detail::check_positive("heads", heads));
+  if (model_dim % heads != 0)
+    return detail::fail(Status::invalid_argument, "model_dim = %lld is not a multiple of heads = %lld",
+                        (long long)model_dim, (long long)heads);
+  TESSERA_CHECK(detail::check_nonneg("batch", batch));
+  TESSERA_CHECK(detail::check_nonneg("q_len", q_len));
+  TESSERA_CHECK(detail::check_nonneg("kv_len", kv_len));
+  MhaDesc n{};
+  n.batch = batch;
+  n.q_len = q_len;
+  n.kv_len = kv_len;
+  n.q_in_dim = n.kv_in_dim = n.out_dim = model_dim;
+  n.q_heads = n.kv_heads = heads;
+  n.head_dim = n.value_dim = model_dim / heads;
+  n.window_left = n.window_right = -1;
+  d = n;
+  return Status::ok;
+}
+
+Status mha_workspace_size(const MhaDesc& d, size_t& bytes) {
+  TESSERA_CHECK(check_desc(d));
+  bytes = sizes_of(d).total_bytes();
+  return Status::ok;
+}
+
+Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float* out,
+                   void* workspace, size_t workspace_bytes) {
+  TESSERA_CHECK(check_desc(d));
+  TESSERA_CHECK(detail::check_ptr("x_q", x_q, d.batch > 0 && d.q_len > 0));
+  TESSERA_CHECK(detail::check_ptr("x_kv", x_kv, d.batch > 0 && d.kv_len > 0));
+  TESSERA_CHECK(detail::check_ptr("out", out, d.batch > 0 && d.q_len > 0));
+  const Sizes sz = sizes_of(d);
+  if (workspace && workspace_bytes < sz.total_bytes())
+    return detail::fail(Status::invalid_argument,
+                        "workspace_bytes = %zu is below tessera_mha_workspace_size = %zu",
+                        workspace_bytes, sz.total_bytes());
+  if (d.batch == 0 || d.q_len == 0) return Status::ok;
+
+  void* owned = nullptr;
+  if (!workspace) {
+    owned = std::malloc(sz.total_bytes());
+    if (!owned)
+      return detail::fail(Status::out_of_memory, "workspace: cannot allocate %zu bytes",
+                          sz.total_bytes());
+    workspace = owned;
+  }
+  auto base = (reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) / kAlign * kAlign;
+  auto carve = [&](size_t floats) {
+    float* p = reinterpret_cast<float*>(base);
+    base += round_up(floats * 4);
+    return p;
+  };
+  float* qp = carve(sz.q);
+  float* kp = carve(sz.kv_k);
+  float* vp = carve(sz.kv_v);
+  float* op = carve(sz.o);
+
+  const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim;
+  const int64_t Hq = d.q_heads, Hk = d.kv_heads;
+  const bool cached = d.k_cache != nullptr;
+  Status s = linear(B * Lq, d.q_in_dim, Hq * D, x_q, d.q_in_dim, d.w_q, Hq * D, d.b_q, qp, Hq * D);
+
+  AttentionDesc a{};
+  if (s == Status::ok) s = attention_desc_init(a, B, Hq, Hk, Lq, cached ? d.cache_len + Lkv : Lkv, D, Dv);
+  // Queries and outputs are [batch][seq][head][dim] rows of the projection GEMMs.
+  a.q_stride[0] = Lq * Hq * D, a.q_stride[1] = D, a.q_stride[2] = Hq * D;
+  a.o_stride[0] = Lq * Hq * Dv, a.o_stride[1] = Dv, a.o_stride[2] = Hq * Dv;
+  const float *keys = kp, *values = vp;
+  if (cached) {
+    // Project each (batch, kv head) straight into its cache rows: [b][hk][cache_len + t][dim].
+    const int64_t cap = d.cache_capacity;
+    for (int64_t b = 0; b < B && s == Status::ok; ++b) {
+      for (int64_t hk = 0; hk < Hk && s == Status::ok; ++hk) {
+        const float* xb = x_kv + b * Lkv * d.kv_in_dim;
+        float* kc = d.k_cache + ((b * Hk + hk) * cap + d.cache_len) * D;
+        float* vc = d.v_cache + ((b * Hk + hk) * cap + d.cache_len) * Dv;
+        s = linear(Lkv, d.kv_in_dim, D, xb, d.kv_in_dim, d.w_k + hk * D, Hk * D,
+                   d.b_k ? d.b_k + hk * D : nullptr, kc, D);
+        if (s == Status::ok)
+          s = linear(Lkv, d.kv_in_dim, Dv, xb, d.kv_in_dim, d.w_v + hk * Dv, Hk * Dv,
+                     d.b_v ? d.b_v + hk * Dv : nullptr, vc, Dv);
+      }
+    }
+    a.k_stride[0] = Hk * cap * D, a.k_stride[1] = cap * D, a.k_stride[2] = D;
+    a.v_stride[0] = Hk * cap * Dv, a.v_stride[1] = cap * Dv, a.v_stride[2] = Dv;
+    keys = d.k_cache;
+    values = d.v_cache;
+  } else {
+    if (s == Status::ok)
+      s = linear(B * Lkv, d.kv_in_dim, Hk * D, x_kv, d.kv_in_dim, d.w_k, Hk * D, d.b_k, kp, Hk * D);
+    if (s == Status::ok)
+      s = linear(B * Lkv, d.kv_in_dim, Hk * Dv, x_kv, d.kv_in_dim, d.w_v, Hk * Dv, d.b_v, vp,
+                 Hk * Dv);
+    a.k_stride[0] = Lkv * Hk * D, a.k_stride[1] = D, a.k_stride[2] = Hk * D;
+    a.v_stride[0] = Lkv * Hk * Dv, a.v_stride[1] = Dv, a.v_stride[2] = Hk * Dv;
+  }
+  a.scale = d.scale;
+  a.causal = d.causal;
+  // The queries are the newest positions: with q_len == kv_len this is the usual top-left
+  // causal mask, with a cache it is the decoding convention.
+  a.align = TESSERA_ALIGN_BOTTOM_RIGHT;
+  a.window_left = d.window_left;
+  a.window_right = d.window_right;
+  if (s == Status::ok) s = attention(a, qp, keys, values, op);
+  if (s == Status::ok)
+    s = linear(B * Lq, Hq * Dv, d.out_dim, op, Hq * Dv, d.w_o, d.out_dim, d.b_o, out, d.out_dim);
+  std::free(owned);
+  return s;
+}
+
+}  // namespace tessera

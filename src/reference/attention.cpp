@@ -1,0 +1,84 @@
+// Reference attention: for each query, every key's score and visibility straight from the
+// definition in tessera.h, then a double-precision softmax over the visible keys.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tessera/reference.hpp"
+
+namespace tessera::reference {
+
+void attention(const tessera_attention_desc& d, const float* q, const float* k, const float* v,
+               float* o) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double scale = d.scale != 0.0f ? d.scale : 1.0 / std::sqrt(double(d.head_dim));
+  const int64_t group = d.q_heads / d.kv_heads;
+  std::vector<double> s(static_cast<size_t>(d.kv_len));
+  std::vector<char> visible(static_cast<size_t>(d.kv_len));
+  std::vector<double> acc(static_cast<size_t>(d.value_dim));
+
+  for (int64_t b = 0; b < d.batch; ++b) {
+    const int64_t valid = d.kv_lens ? d.kv_lens[b] : d.kv_len;
+    for (int64_t h = 0; h < d.q_heads; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t i = 0; i < d.q_len; ++i) {
+        const int64_t p = d.align == TESSERA_ALIGN_BOTTOM_RIGHT ? i + valid - d.q_len : i;
+        const float* qi = q + b * d.q_stride[0] + h * d.q_stride[1] + i * d.q_stride[2];
+        double m = -kInf;
+        bool nan = false;
+        for (int64_t j = 0; j < d.kv_len; ++j) {
+          bool vis = j < valid;
+          if (d.causal && j > p) vis = false;
+          if (d.window_left >= 0 && j < p - d.window_left) vis = false;
+          if (d.window_right >= 0 && j > p + d.window_right) vis = false;
+          if (d.mask && d.mask[b * d.mask_stride[0] + h * d.mask_stride[1] +
+                               i * d.mask_stride[2] + j * d.mask_stride[3]] == 0)
+            vis = false;
+          visible[j] = 0;
+          if (!vis) continue;
+          const float* kj = k + b * d.k_stride[0] + hk * d.k_stride[1] + j * d.k_stride[2];
+          double dot = 0.0;
+          for (int64_t c = 0; c < d.head_dim; ++c) dot += double(qi[c]) * double(kj[c]);
+          double score = scale * dot;
+          if (d.softcap > 0.0f) score = d.softcap * std::tanh(score / d.softcap);
+          if (d.alibi_slopes) score += double(d.alibi_slopes[h]) * double(j - p);
+          if (d.bias) {
+            score += d.bias[b * d.bias_stride[0] + h * d.bias_stride[1] + i * d.bias_stride[2] +
+                            j * d.bias_stride[3]];
+          }
+          if (score == -kInf) continue;
+          if (std::isnan(score)) nan = true;
+          visible[j] = 1;
+          s[j] = score;
+          if (score > m) m = score;
+        }
+
+        // Weights: exp(s - m); with a +inf score, the +inf keys share all the mass.
+        double sum = 0.0;
+        for (int64_t c = 0; c < d.value_dim; ++c) acc[c] = 0.0;
+        for (int64_t j = 0; j < d.kv_len; ++j) {
+          if (!visible[j]) continue;
+          const double w = m == kInf ? (s[j] == kInf ? 1.0 : 0.0) : std::exp(s[j] - m);
+          sum += w;
+          const float* vj = v + b * d.v_stride[0] + hk * d.v_stride[1] + j * d.v_stride[2];
+          for (int64_t c = 0; c < d.value_dim; ++c) acc[c] += w * double(vj[c]);
+        }
+        float* oi = o + b * d.o_stride[0] + h * d.o_stride[1] + i * d.o_stride[2];
+        double lse;
+        if (nan) {
+          lse = std::numeric_limits<double>::quiet_NaN();
+          for (int64_t c = 0; c < d.value_dim; ++c) oi[c] = static_cast<float>(lse);
+        } else if (m == -kInf) {  // no visible key: zeros, never NaN
+          lse = -kInf;
+          for (int64_t c = 0; c < d.value_dim; ++c) oi[c] = 0.0f;
+        } else {
+          lse = m + std::log(sum);
+          for (int64_t c = 0; c < d.value_dim; ++c) oi[c] = static_cast<float>(acc[c] / sum);
+        }
+        if (d.lse) d.lse[(b * d.q_heads + h) * d.q_len + i] = static_cast<float>(lse);
+      }
+    }
+  }
+}
+
+}  // namespace tessera::reference

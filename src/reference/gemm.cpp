@@ -1,0 +1,36 @@
+// Reference SGEMM: the definition, one double-accumulated dot product per element of C.
+#include "tessera/reference.hpp"
+
+namespace tessera::reference {
+
+void sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+           int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0;
+      if (alpha != 0.0f) {  // BLAS: alpha = 0 reads neither A nor B
+        for (int64_t p = 0; p < k; ++p) {
+          const double aip = ta == Transpose::no_trans ? a[i * lda + p] : a[p * lda + i];
+          const double bpj = tb == Transpose::no_trans ? b[p * ldb + j] : b[j * ldb + p];
+          acc += aip * bpj;
+        }
+      }
+      double result = static_cast<double>(alpha) * acc;
+      if (beta != 0.0f) result += static_cast<double>(beta) * c[i * ldc + j];  // beta = 0: C unread
+      c[i * ldc + j] = static_cast<float>(result);
+    }
+  }
+}
+
+void sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
+                           float alpha, const float* a, int64_t lda, int64_t stride_a,
+                           const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
+                           int64_t ldc, int64_t stride_c, int64_t batch) {
+  for (int64_t i = 0; i < batch; ++i) {
+    sgemm(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+          c + i * stride_c, ldc);
+  }
+}
+
+}  // namespace tessera::reference

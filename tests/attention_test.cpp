@@ -1,0 +1,203 @@
+// Fused attention: every descriptor option against the reference, the properties that pin the
+// semantics down independently of the reference, and hand-computed and seed values.
+#include <algorithm>
+#include <numeric>
+
+#include "attention_tester.hpp"
+#include "data/seed_examples.inc"
+
+namespace {
+
+using tessera::Status;
+constexpr tessera_align TL = TESSERA_ALIGN_TOP_LEFT;
+constexpr tessera_align BR = TESSERA_ALIGN_BOTTOM_RIGHT;
+
+class Attention : public tt::IsaTest {};
+TESSERA_INSTANTIATE_PER_ISA(Attention);
+
+TEST_P(Attention, OddShapesAndHeadDims) {
+  uint32_t seed = 1;
+  for (int64_t d : {1, 8, 40, 64, 80, 128, 256})
+    for (int64_t len : {1, 3, 17, 65}) {
+      AttentionTester(1, 2, 1, len, (len * 5) % 67 + 1, d, d == 40 ? 24 : d).with_lse().test(1e-5, seed++);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(Attention, EveryOptionAgainstReference) {
+  uint32_t seed = 100;
+  for (bool bshd : {false, true})
+    for (int option = 0; option < 10; ++option)
+      for (auto shape : {std::array<int64_t, 4>{17, 63, 2, 1}, std::array<int64_t, 4>{63, 17, 4, 2},
+                         std::array<int64_t, 4>{65, 65, 3, 3}}) {
+        AttentionTester t(2, shape[2], shape[3], shape[0], shape[1], 40, 24);
+        if (bshd) t.bshd();
+        switch (option) {
+          case 0: t.causal(TL); break;
+          case 1: t.causal(BR); break;
+          case 2: t.window(5, 3).align(option % 2 ? TL : BR); break;
+          case 3: t.causal(BR).window(7, -1).with_kv_lens(); break;
+          case 4: t.with_kv_lens(); break;
+          case 5: t.with_bias(false).causal(TL); break;
+          case 6: t.with_bias(true).with_mask(); break;
+          case 7: t.with_alibi().causal(BR); break;
+          case 8: t.softcap(5.0f).scale(0.3f); break;
+          case 9: t.with_alibi().softcap(2.0f).with_mask().with_kv_lens().window(3, 3); break;
+        }
+        if (seed % 2) t.with_lse();
+        t.test(1e-5, seed++);
+        if (HasFatalFailure()) return;
+      }
+}
+
+// Top-left causal: query 0 sees only key 0, so O_0 = v_0 exactly.
+TEST_P(Attention, CausalRowZeroIsFirstValue) {
+  AttentionTester t(1, 1, 1, 9, 9, 16, 12);
+  auto& p = t.causal(TL).build();
+  ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
+  for (int c = 0; c < 12; ++c) EXPECT_NEAR(p.o[c], p.v[c], 1e-6f);
+}
+
+// GQA: 6 query heads on 2 KV heads equals MHA with each KV head repeated 3 times.
+TEST_P(Attention, GqaEqualsRepeatedKv) {
+  AttentionTester t(2, 6, 2, 19, 23, 16, 16);
+  auto& p = t.causal(BR).build();
+  ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
+  AttentionTester r(2, 6, 6, 19, 23, 16, 16);
+  auto& pr = r.causal(BR).build();
+  pr.q = p.q;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 6; ++h)
+      for (int64_t i = 0; i < 23 * 16; ++i) {
+        pr.k[(b * 6 + h) * 23 * 16 + i] = p.k[(b * 2 + h / 3) * 23 * 16 + i];
+        pr.v[(b * 6 + h) * 23 * 16 + i] = p.v[(b * 2 + h / 3) * 23 * 16 + i];
+      }
+  ASSERT_EQ(tessera::attention(pr.d, pr.q.data(), pr.k.data(), pr.v.data(), pr.o.data()),
+            Status::ok);
+  EXPECT_LE(tt::rel_err(p.o, pr.o), 1e-6);
+}
+
+TEST_P(Attention, BottomRightEqualsTopLeftWhenSquare) {
+  AttentionTester a(1, 2, 2, 33, 33, 24, 24), b(1, 2, 2, 33, 33, 24, 24);
+  auto& pa = a.causal(TL).window(4, 2).with_alibi().build();
+  auto& pb = b.causal(BR).window(4, 2).with_alibi().build();
+  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()), Status::ok);
+  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()), Status::ok);
+  EXPECT_EQ(pa.o, pb.o);
+}
+
+// A query with no visible key: zeros in O and -inf in lse, never NaN. Bottom-right causal with
+// more queries than keys hides every key from the first q_len - kv_len queries; kv_lens = 0 hides
+// all of them.
+TEST_P(Attention, NoVisibleKeyGivesZerosAndMinusInf) {
+  AttentionTester t(2, 1, 1, 8, 5, 8, 8);
+  auto& p = t.causal(BR).with_lse().build();
+  const int32_t lens[2] = {5, 0};
+  p.d.kv_lens = lens;
+  ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
+  for (int64_t i = 0; i < 8; ++i) {
+    const bool empty = i < 3;
+    for (int c = 0; c < 8; ++c) {
+      if (empty) {
+        EXPECT_EQ(p.o[i * 8 + c], 0.0f);
+      }
+      EXPECT_EQ(p.o[64 + i * 8 + c], 0.0f);  // batch 1 has no keys at all
+    }
+    EXPECT_EQ(p.lse[i] == -tt::kInf, empty);
+    EXPECT_EQ(p.lse[8 + i], -tt::kInf);
+  }
+}
+
+TEST_P(Attention, MinusInfBiasEqualsKeepMask) {
+  AttentionTester a(1, 2, 2, 13, 29, 16, 16), b(1, 2, 2, 13, 29, 16, 16);
+  auto& pa = a.with_mask().with_lse().build();
+  auto& pb = b.with_lse().build();
+  std::vector<float> bias(13 * 29);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = pa.mask[i] ? 0.0f : -tt::kInf;
+  pb.d.bias = bias.data();
+  pb.d.bias_stride[0] = 0, pb.d.bias_stride[1] = 0, pb.d.bias_stride[2] = 29, pb.d.bias_stride[3] = 1;
+  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()), Status::ok);
+  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()), Status::ok);
+  EXPECT_LE(tt::rel_err(pa.o, pb.o), 1e-6);
+  EXPECT_LE(tt::rel_err(pa.lse, pb.lse), 1e-6);
+}
+
+TEST_P(Attention, KeyValuePermutationLeavesOutputUnchanged) {
+  AttentionTester t(1, 1, 1, 11, 37, 24, 20);
+  auto& p = t.build();
+  ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
+  std::vector<int> perm(37);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(5));
+  std::vector<float> k2(p.k.size()), v2(p.v.size()), o2(p.o.size());
+  for (int j = 0; j < 37; ++j) {
+    std::copy_n(&p.k[perm[j] * 24], 24, &k2[j * 24]);
+    std::copy_n(&p.v[perm[j] * 20], 20, &v2[j * 20]);
+  }
+  ASSERT_EQ(tessera::attention(p.d, p.q.data(), k2.data(), v2.data(), o2.data()), Status::ok);
+  EXPECT_LE(tt::rel_err(p.o, o2), 1e-5);
+}
+
+TEST_P(Attention, BshdStridesGiveTheBhsdNumbers) {
+  AttentionTester a(2, 4, 2, 15, 21, 16, 8), b(2, 4, 2, 15, 21, 16, 8);
+  auto& pa = a.causal(BR).build();
+  auto& pb = b.causal(BR).bshd().build();
+  // Same logical tensors: transpose pa's [b][h][s][d] inputs into pb's [b][s][h][d].
+  auto to_bshd = [](const std::vector<float>& x, std::vector<float>& y, int64_t heads,
+                    int64_t len, int64_t dim) {
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t s = 0; s < len; ++s)
+          for (int64_t c = 0; c < dim; ++c)
+            y[((n * len + s) * heads + h) * dim + c] = x[((n * heads + h) * len + s) * dim + c];
+  };
+  to_bshd(pa.q, pb.q, 4, 15, 16);
+  to_bshd(pa.k, pb.k, 2, 21, 16);
+  to_bshd(pa.v, pb.v, 2, 21, 8);
+  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()), Status::ok);
+  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()), Status::ok);
+  std::vector<float> oa(pa.o.size());
+  to_bshd(pa.o, oa, 4, 15, 8);
+  EXPECT_EQ(oa, pb.o);
+}
+
+// ../shared/seeds/004: the four-word example, scores scaled by 1/sqrt(3), printed output.
+TEST_P(Attention, SeedFourWordExample) {
+  float q[12], k[12], v[12], o[12];
+  auto matmul3 = [](const float* x, const float* w, float* y) {
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 3; ++j)
+        y[i * 3 + j] = x[i * 3] * w[j] + x[i * 3 + 1] * w[3 + j] + x[i * 3 + 2] * w[6 + j];
+  };
+  matmul3(seed_data::kWords, seed_data::kWq, q);
+  matmul3(seed_data::kWords, seed_data::kWk, k);
+  matmul3(seed_data::kWords, seed_data::kWv, v);
+  tessera::AttentionDesc d;
+  ASSERT_EQ(tessera::attention_desc_init(d, 1, 1, 1, 4, 4, 3, 3), Status::ok);
+  ASSERT_EQ(tessera::attention(d, q, k, v, o), Status::ok);  // scale 0: 1/sqrt(3)
+  const float printed[12] = {0.98522025f, 1.74174051f, 0.75652026f, 0.90965265f,
+                             1.40965265f, 0.5f,        0.99851226f, 1.75849334f,
+                             0.75998108f, 0.99560386f, 1.90407309f, 0.90846923f};
+  for (int i = 0; i < 12; ++i) EXPECT_NEAR(o[i], printed[i], 2e-6f) << i;
+}
+
+// ../shared/seeds/003's causal example, computed correctly (the notebook's DotProductAttention
+// multiplies the scores by V without a softmax): q = [[1,0,0],[0,1,0]], k = [[1,2,3],[4,5,6]],
+// v = [[0,1,0],[1,0,1]]. Row 0 sees key 0 only: v0. Row 1: scores [2, 5]/sqrt(3), weight of
+// key 1 = 1/(1 + exp(-3/sqrt(3))) = 0.849697, so O1 = [0.849697, 0.150303, 0.849697].
+TEST_P(Attention, SeedCausalExampleDoneRight) {
+  const float q[] = {1, 0, 0, 0, 1, 0}, k[] = {1, 2, 3, 4, 5, 6}, v[] = {0, 1, 0, 1, 0, 1};
+  float o[6], lse[2];
+  tessera::AttentionDesc d;
+  ASSERT_EQ(tessera::attention_desc_init(d, 1, 1, 1, 2, 2, 3, 3), Status::ok);
+  d.causal = 1;
+  d.lse = lse;
+  ASSERT_EQ(tessera::attention(d, q, k, v, o), Status::ok);
+  const float w = 1.0f / (1.0f + std::exp(-3.0f / std::sqrt(3.0f)));
+  const float want[6] = {0, 1, 0, w, 1 - w, w};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(o[i], want[i], 1e-6f) << i;
+  EXPECT_NEAR(lse[0], 1.0f / std::sqrt(3.0f), 1e-6f);
+  EXPECT_NEAR(lse[1], std::log(std::exp(2 / std::sqrt(3.0f)) + std::exp(5 / std::sqrt(3.0f))), 1e-5f);
+}
+
+}  // namespace

@@ -1,0 +1,108 @@
+// AttentionTester: builds one attention problem (shape, layout and every descriptor option),
+// runs it through the public API and through the reference, and returns both.
+#pragma once
+
+#include <vector>
+
+#include "tessera/attention.hpp"
+#include "tessera/reference.hpp"
+#include "test_util.hpp"
+
+struct AttentionProblem {
+  tessera::AttentionDesc d{};
+  std::vector<float> q, k, v, o, lse;
+  std::vector<float> bias;
+  std::vector<uint8_t> mask;
+  std::vector<int32_t> kv_lens;
+  std::vector<float> slopes;
+};
+
+class AttentionTester {
+ public:
+  AttentionTester(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
+                  int64_t head_dim, int64_t value_dim) {
+    EXPECT_EQ(tessera::attention_desc_init(p_.d, batch, q_heads, kv_heads, q_len, kv_len, head_dim,
+                                           value_dim),
+              tessera::Status::ok)
+        << tessera::last_error();
+  }
+  AttentionTester& causal(tessera_align a) { p_.d.causal = 1; p_.d.align = a; return *this; }
+  AttentionTester& align(tessera_align a) { p_.d.align = a; return *this; }
+  AttentionTester& window(int64_t l, int64_t r) { p_.d.window_left = l; p_.d.window_right = r; return *this; }
+  AttentionTester& scale(float s) { p_.d.scale = s; return *this; }
+  AttentionTester& softcap(float s) { p_.d.softcap = s; return *this; }
+  AttentionTester& bshd() { bshd_ = true; return *this; }
+  AttentionTester& with_lse() { lse_ = true; return *this; }
+  AttentionTester& with_kv_lens() { kv_lens_ = true; return *this; }
+  AttentionTester& with_bias(bool broadcast_heads) { bias_ = broadcast_heads ? 2 : 1; return *this; }
+  AttentionTester& with_mask() { mask_ = true; return *this; }
+  AttentionTester& with_alibi() { alibi_ = true; return *this; }
+
+  // Fills inputs (seeded), then returns the problem ready to run.
+  AttentionProblem& build(uint32_t seed = 1) {
+    auto& d = p_.d;
+    if (bshd_) {  // [batch][seq][head][dim]
+      auto set = [](int64_t* s, int64_t heads, int64_t len, int64_t dim) {
+        s[0] = len * heads * dim, s[1] = dim, s[2] = heads * dim;
+      };
+      set(d.q_stride, d.q_heads, d.q_len, d.head_dim);
+      set(d.k_stride, d.kv_heads, d.kv_len, d.head_dim);
+      set(d.v_stride, d.kv_heads, d.kv_len, d.value_dim);
+      set(d.o_stride, d.q_heads, d.q_len, d.value_dim);
+    }
+    p_.q = tt::random_vec(size_t(d.batch * d.q_heads * d.q_len * d.head_dim), seed, -2, 2);
+    p_.k = tt::random_vec(size_t(d.batch * d.kv_heads * d.kv_len * d.head_dim), seed + 1, -2, 2);
+    p_.v = tt::random_vec(size_t(d.batch * d.kv_heads * d.kv_len * d.value_dim), seed + 2);
+    p_.o.assign(size_t(d.batch * d.q_heads * d.q_len * d.value_dim), tt::kNaN);
+    if (lse_) {
+      p_.lse.assign(size_t(d.batch * d.q_heads * d.q_len), tt::kNaN);
+      d.lse = p_.lse.data();
+    }
+    std::mt19937 gen(seed + 3);
+    if (kv_lens_) {
+      for (int64_t b = 0; b < d.batch; ++b) p_.kv_lens.push_back(int32_t(gen() % (d.kv_len + 1)));
+      d.kv_lens = p_.kv_lens.data();
+    }
+    const int64_t qk = d.q_len * d.kv_len;
+    if (bias_) {
+      const int64_t heads = bias_ == 2 ? 1 : d.q_heads;
+      p_.bias = tt::random_vec(size_t(d.batch * heads * qk), seed + 4, -3, 3);
+      for (size_t i = 0; i < p_.bias.size(); i += 7) p_.bias[i] = -tt::kInf;
+      d.bias = p_.bias.data();
+      d.bias_stride[0] = heads * qk, d.bias_stride[1] = bias_ == 2 ? 0 : qk;
+      d.bias_stride[2] = d.kv_len, d.bias_stride[3] = 1;
+    }
+    if (mask_) {  // one mask for all heads, per batch
+      for (int64_t i = 0; i < d.batch * qk; ++i) p_.mask.push_back(gen() % 4 != 0);
+      d.mask = p_.mask.data();
+      d.mask_stride[0] = qk, d.mask_stride[1] = 0, d.mask_stride[2] = d.kv_len, d.mask_stride[3] = 1;
+    }
+    if (alibi_) {
+      for (int64_t h = 0; h < d.q_heads; ++h) p_.slopes.push_back(std::pow(2.0f, -float(h + 1)));
+      d.alibi_slopes = p_.slopes.data();
+    }
+    return p_;
+  }
+
+  // Runs the API and the reference; EXPECTs agreement within `tol` (DESIGN.md norm) on O and lse.
+  void test(double tol = 1e-5, uint32_t seed = 1) {
+    AttentionProblem& p = build(seed);
+    ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()),
+              tessera::Status::ok)
+        << tessera::last_error();
+    std::vector<float> ref_o(p.o.size(), tt::kNaN), ref_lse(p.lse.size(), tt::kNaN);
+    tessera::AttentionDesc rd = p.d;
+    rd.lse = lse_ ? ref_lse.data() : nullptr;
+    tessera::reference::attention(rd, p.q.data(), p.k.data(), p.v.data(), ref_o.data());
+    EXPECT_LE(tt::rel_err(p.o, ref_o), tol);
+    if (lse_) {
+      EXPECT_LE(tt::rel_err(p.lse, ref_lse), tol);
+    }
+    for (float x : p.o) ASSERT_FALSE(std::isnan(x)) << "an output element was not written";
+  }
+
+ private:
+  AttentionProblem p_;
+  bool bshd_ = false, lse_ = false, kv_lens_ = false, mask_ = false, alibi_ = false;
+  int bias_ = 0;
+};

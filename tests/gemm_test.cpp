@@ -1,0 +1,119 @@
+// SGEMM against the reference on every kernel table: the edge lattice of m, n, k, all four
+// transposes, alpha/beta combinations, wide leading dimensions, batches and prepacked B.
+#include "gemm_tester.hpp"
+
+using tessera::Transpose;
+
+namespace {
+
+constexpr Transpose kTrans[] = {Transpose::no_trans, Transpose::trans};
+
+// Sizes around every register-tile width the tables use (MR/NR in 4..32) and block edges.
+const std::vector<int64_t> kEdges = {1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17, 31, 32, 33, 47, 49};
+
+class Gemm : public tt::IsaTest {};
+TESSERA_INSTANTIATE_PER_ISA(Gemm);
+
+TEST_P(Gemm, EdgeLatticeAllTransposes) {
+  // alpha/beta cycle through the combinations so every shape sees a different one.
+  const float alphas[] = {1.0f, -0.5f, 1.0f, 0.0f};
+  const float betas[] = {0.0f, 1.0f, 0.3f, 0.3f};
+  int combo = 0;
+  for (Transpose ta : kTrans)
+    for (Transpose tb : kTrans)
+      for (int64_t m : kEdges)
+        for (int64_t n : kEdges) {
+          const int64_t k = kEdges[(m * 7 + n * 3) % kEdges.size()];
+          GemmTester().m(m).n(n).k(k).ta(ta).tb(tb).alpha(alphas[combo % 4])
+              .beta(betas[combo % 4]).pad(combo % 3 == 0 ? 3 : 0).test(uint32_t(combo));
+          ++combo;
+          if (HasFatalFailure()) return;
+        }
+}
+
+TEST_P(Gemm, KSweep) {
+  for (int64_t k = 1; k <= 80; ++k) {
+    GemmTester().m(9).n(19).k(k).beta(k % 2 ? 0.0f : 1.0f).test(uint32_t(k));
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_P(Gemm, KZeroScalesC) {
+  for (float beta : {0.0f, 1.0f, 0.3f}) GemmTester().m(5).n(7).k(0).beta(beta).test();
+}
+
+TEST_P(Gemm, AttentionShapes) {
+  GemmTester().m(1).n(300).k(128).test();                               // decode GEMV
+  GemmTester().m(64).n(64).k(64).tb(Transpose::trans).test();           // Q K^T
+  GemmTester().m(130).n(40).k(257).beta(1.0f).pad(5).test();            // odd blocks
+  GemmTester().m(257).n(65).k(300).ta(Transpose::trans).beta(0.3f).test();  // past the KC edge
+}
+
+TEST_P(Gemm, StridedBatched) {
+  for (Transpose ta : kTrans)
+    for (Transpose tb : kTrans) {
+      GemmTester().m(17).n(9).k(33).ta(ta).tb(tb).batch(5).beta(0.3f).test();
+      GemmTester().m(3).n(33).k(5).ta(ta).tb(tb).batch(3).alpha(-0.5f).test();
+    }
+}
+
+TEST_P(Gemm, PrepackedB) {
+  for (Transpose ta : kTrans)
+    for (Transpose tb : kTrans)
+      for (int64_t n : {1, 15, 16, 17, 63}) {
+        GemmTester().m(13).n(n).k(70).ta(ta).tb(tb).packed(true).beta(n % 2 ? 0.0f : 0.3f).test();
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST_P(Gemm, ZeroSizesTouchNothing) {
+  float c[4] = {1, 2, 3, 4};
+  const float a[4] = {1, 1, 1, 1};
+  EXPECT_EQ(tessera::sgemm(Transpose::no_trans, Transpose::no_trans, 0, 2, 2, 1.0f, a, 2, a, 2,
+                           0.0f, c, 2),
+            tessera::Status::ok);
+  EXPECT_EQ(tessera::sgemm(Transpose::no_trans, Transpose::no_trans, 2, 0, 2, 1.0f, a, 2, a, 2,
+                           0.0f, c, 2),
+            tessera::Status::ok);
+  EXPECT_EQ(c[0], 1.0f);
+  EXPECT_EQ(c[3], 4.0f);
+}
+
+TEST(GemmPacked, RejectsBufferOfAnotherShape) {
+  std::vector<float> b(6 * 8, 1.0f), a(6 * 6, 1.0f), c(6 * 8, 0.0f);
+  std::vector<float> buf(tessera::sgemm_pack_b_size(Transpose::no_trans, 6, 8) / 4 + 1);
+  ASSERT_EQ(tessera::sgemm_pack_b(Transpose::no_trans, 6, 8, b.data(), 8, buf.data()),
+            tessera::Status::ok);
+  EXPECT_EQ(tessera::sgemm_packed(Transpose::no_trans, 6, 8, 5, 1.0f, a.data(), 6, buf.data(),
+                                  0.0f, c.data(), 8),
+            tessera::Status::invalid_argument);
+  EXPECT_NE(std::string(tessera::last_error()).find("packed"), std::string::npos);
+  EXPECT_EQ(c[0], 0.0f);
+  std::vector<float> junk(64, 0.0f);
+  EXPECT_EQ(tessera::sgemm_packed(Transpose::no_trans, 6, 8, 6, 1.0f, a.data(), 6, junk.data(),
+                                  0.0f, c.data(), 8),
+            tessera::Status::invalid_argument);
+}
+
+// Hand-computed: [[1,2],[3,4]] [[5,6],[7,8]] = [[19,22],[43,50]]; with alpha 2, beta -1 on C=1.
+TEST(GemmHand, TwoByTwo) {
+  const float a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8};
+  float c[] = {1, 1, 1, 1};
+  ASSERT_EQ(tessera::sgemm(Transpose::no_trans, Transpose::no_trans, 2, 2, 2, 2.0f, a, 2, b, 2,
+                           -1.0f, c, 2),
+            tessera::Status::ok);
+  EXPECT_EQ(c[0], 37.0f);
+  EXPECT_EQ(c[1], 43.0f);
+  EXPECT_EQ(c[2], 85.0f);
+  EXPECT_EQ(c[3], 99.0f);
+  // A^T B^T = (B A)^T: [[5,6],[7,8]] [[1,2],[3,4]] = [[23,34],[31,46]], transposed.
+  ASSERT_EQ(tessera::sgemm(Transpose::trans, Transpose::trans, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c,
+                           2),
+            tessera::Status::ok);
+  EXPECT_EQ(c[0], 23.0f);
+  EXPECT_EQ(c[1], 31.0f);
+  EXPECT_EQ(c[2], 34.0f);
+  EXPECT_EQ(c[3], 46.0f);
+}
+
+}  // namespace

@@ -1,0 +1,127 @@
+// GemmTester (after XNNPACK's GemmMicrokernelTester): one configurable SGEMM problem, run through
+// the public API and compared element by element with the double-accumulating reference.
+//
+// Error bound, per element: |c - ref| <= 2 k eps (|alpha| sum_p |a_ip b_pj| + |beta c0_ij|).
+// k eps is the classic worst-case bound of a length-k float dot product (gamma_k); the factor 2
+// covers the final alpha/beta rounding. It grows with k, as blocked summation does, and fails for
+// any misplaced or missing term (those are O(|a b|), far above k eps |a b|).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "tessera/gemm.hpp"
+#include "tessera/reference.hpp"
+#include "test_util.hpp"
+
+class GemmTester {
+ public:
+  GemmTester& m(int64_t v) { m_ = v; return *this; }
+  GemmTester& n(int64_t v) { n_ = v; return *this; }
+  GemmTester& k(int64_t v) { k_ = v; return *this; }
+  GemmTester& ta(tessera::Transpose v) { ta_ = v; return *this; }
+  GemmTester& tb(tessera::Transpose v) { tb_ = v; return *this; }
+  GemmTester& alpha(float v) { alpha_ = v; return *this; }
+  GemmTester& beta(float v) { beta_ = v; return *this; }
+  // Extra elements beyond each row: leading dimensions wider than the row.
+  GemmTester& pad(int64_t v) { pad_ = v; return *this; }
+  GemmTester& batch(int64_t v) { batch_ = v; return *this; }
+  GemmTester& packed(bool v) { packed_ = v; return *this; }
+
+  void test(uint32_t seed = 1) const {
+    using tessera::Transpose;
+    const int64_t a_rows = ta_ == Transpose::no_trans ? m_ : k_;
+    const int64_t a_cols = ta_ == Transpose::no_trans ? k_ : m_;
+    const int64_t b_rows = tb_ == Transpose::no_trans ? k_ : n_;
+    const int64_t b_cols = tb_ == Transpose::no_trans ? n_ : k_;
+    // BLAS leading dimensions: at least max(1, columns).
+    const int64_t lda = std::max<int64_t>(a_cols, 1) + pad_;
+    const int64_t ldb = std::max<int64_t>(b_cols, 1) + pad_, ldc = std::max<int64_t>(n_, 1) + pad_;
+    const int64_t sa = a_rows * lda + 3, sb = b_rows * ldb + 5, sc = m_ * ldc + 7;
+    const auto a = tt::random_vec(size_t(sa * batch_), seed);
+    const auto b = tt::random_vec(size_t(sb * batch_), seed + 1);
+    // C starts random where beta reads it and NaN where it must not (beta = 0), and every
+    // element outside the m x n blocks holds a sentinel that must survive.
+    auto c = tt::random_vec(size_t(sc * batch_), seed + 2);
+    constexpr float kGuard = 12345.0f;
+    for (int64_t t = 0; t < batch_; ++t)
+      for (int64_t i = 0; i < sc; ++i) {
+        const int64_t r = i / ldc, col = i % ldc;
+        float& x = c[size_t(t * sc + i)];
+        if (r >= m_ || col >= n_) x = kGuard;
+        else if (beta_ == 0.0f) x = tt::kNaN;
+      }
+    auto ref = c;
+    tessera::reference::sgemm_strided_batched(ta_, tb_, m_, n_, k_, alpha_, a.data(), lda, sa,
+                                              b.data(), ldb, sb, beta_, ref.data(), ldc, sc,
+                                              batch_);
+    auto out = c;
+    run(a.data(), lda, sa, b.data(), ldb, sb, out.data(), ldc, sc);
+
+    const float eps = std::numeric_limits<float>::epsilon();
+    for (int64_t t = 0; t < batch_; ++t)
+      for (int64_t i = 0; i < m_; ++i) {
+        for (int64_t j = 0; j < n_; ++j) {
+          double abs_sum = 0.0;
+          for (int64_t p = 0; p < k_; ++p) {
+            const float aip = ta_ == Transpose::no_trans ? a[t * sa + i * lda + p]
+                                                         : a[t * sa + p * lda + i];
+            const float bpj = tb_ == Transpose::no_trans ? b[t * sb + p * ldb + j]
+                                                         : b[t * sb + j * ldb + p];
+            abs_sum += std::fabs(double(aip) * bpj);
+          }
+          const double c0 = beta_ == 0.0f ? 0.0 : std::fabs(c[t * sc + i * ldc + j]);
+          const double tol = 2.0 * double(std::max<int64_t>(k_, 1)) * eps *
+                                 (std::fabs(alpha_) * abs_sum + std::fabs(beta_) * c0) +
+                             1e-30;
+          const float got = out[t * sc + i * ldc + j], want = ref[t * sc + i * ldc + j];
+          ASSERT_FALSE(std::isnan(got)) << where(t, i, j);
+          ASSERT_LE(std::fabs(double(got) - want), tol) << where(t, i, j) << " got " << got
+                                                        << " want " << want;
+        }
+        for (int64_t j = n_; j < ldc && i * ldc + j < sc; ++j)
+          ASSERT_EQ(out[t * sc + i * ldc + j], kGuard) << "wrote past n at " << where(t, i, j);
+      }
+    for (int64_t t = 0; t < batch_; ++t)
+      for (int64_t i = m_ * ldc; i < sc; ++i)
+        ASSERT_EQ(out[t * sc + i], kGuard) << "wrote past the last row of batch " << t;
+  }
+
+ private:
+  void run(const float* a, int64_t lda, int64_t sa, const float* b, int64_t ldb, int64_t sb,
+           float* c, int64_t ldc, int64_t sc) const {
+    using tessera::Status;
+    if (packed_) {
+      std::vector<float> buf((tessera::sgemm_pack_b_size(tb_, k_, n_) + 3) / 4);
+      ASSERT_EQ(tessera::sgemm_pack_b(tb_, k_, n_, b, ldb, buf.data()), Status::ok)
+          << tessera::last_error();
+      ASSERT_EQ(tessera::sgemm_packed(ta_, m_, n_, k_, alpha_, a, lda, buf.data(), beta_, c, ldc),
+                Status::ok)
+          << tessera::last_error();
+    } else if (batch_ == 1) {
+      ASSERT_EQ(tessera::sgemm(ta_, tb_, m_, n_, k_, alpha_, a, lda, b, ldb, beta_, c, ldc),
+                Status::ok)
+          << tessera::last_error();
+    } else {
+      ASSERT_EQ(tessera::sgemm_strided_batched(ta_, tb_, m_, n_, k_, alpha_, a, lda, sa, b, ldb,
+                                               sb, beta_, c, ldc, sc, batch_),
+                Status::ok)
+          << tessera::last_error();
+    }
+  }
+
+  std::string where(int64_t t, int64_t i, int64_t j) const {
+    return "batch " + std::to_string(t) + " C(" + std::to_string(i) + "," + std::to_string(j) +
+           ") of m=" + std::to_string(m_) + " n=" + std::to_string(n_) +
+           " k=" + std::to_string(k_) + " ta=" + std::to_string(int(ta_)) +
+           " tb=" + std::to_string(int(tb_)) + " alpha=" + std::to_string(alpha_) +
+           " beta=" + std::to_string(beta_) + " pad=" + std::to_string(pad_);
+  }
+
+  int64_t m_ = 1, n_ = 1, k_ = 1, pad_ = 0, batch_ = 1;
+  tessera::Transpose ta_ = tessera::Transpose::no_trans, tb_ = tessera::Transpose::no_trans;
+  float alpha_ = 1.0f, beta_ = 0.0f;
+  bool packed_ = false;
+};

@@ -1,0 +1,142 @@
+// The layers: Bahdanau additive attention (seed example, split form, reference) and the
+// multi-head attention layer (reference, GQA, biases, and KV-cache decoding equal to prefill).
+#include "data/seed_examples.inc"
+#include "tessera/layers.hpp"
+#include "tessera/reference.hpp"
+#include "tessera/softmax.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using tessera::Status;
+
+class Layers : public tt::IsaTest {};
+TESSERA_INSTANTIATE_PER_ISA(Layers);
+
+// ../shared/seeds/003: scores printed as [4.35790943 5.92373433 4.18673175 2.11437202
+// 0.95767155] and the context vector printed below; layer_1's first 16 rows are W_enc.
+TEST_P(Layers, SeedBahdanauExample) {
+  const float* w_enc = seed_data::kLayer1;
+  const float* w_dec = seed_data::kLayer1 + 16 * 10;
+  float context[16], weights[5];
+  ASSERT_EQ(tessera::additive_attention(5, 16, 16, 10, seed_data::kEnc, seed_data::kDec, w_enc,
+                                        w_dec, seed_data::kLayer2, context, weights),
+            Status::ok)
+      << tessera::last_error();
+  const float scores[5] = {4.35790943f, 5.92373433f, 4.18673175f, 2.11437202f, 0.95767155f};
+  float alpha[5];
+  ASSERT_EQ(tessera::softmax(1, 5, scores, 5, alpha, 5), Status::ok);
+  for (int j = 0; j < 5; ++j) EXPECT_NEAR(weights[j], alpha[j], 2e-6f) << j;
+  const float printed[16] = {-0.63514569f, 0.04917298f, -0.43930867f, -0.9268003f,
+                             1.01903919f,  -0.43181409f, 0.13365099f, -0.84746874f,
+                             -0.37572203f, 0.18279832f,  -0.90452701f, 0.17872958f,
+                             -0.58015282f, -0.58294027f, -0.75457577f, 1.32985756f};
+  for (int c = 0; c < 16; ++c) EXPECT_NEAR(context[c], printed[c], 5e-6f) << c;
+}
+
+TEST_P(Layers, AdditiveSplitEqualsOneShotAndReference) {
+  const int64_t L = 37, E = 24, Dd = 18, A = 13;
+  const auto enc = tt::random_vec(L * E, 1), dec = tt::random_vec(Dd, 2);
+  const auto we = tt::random_vec(E * A, 3), wd = tt::random_vec(Dd * A, 4), v = tt::random_vec(A, 5);
+  std::vector<float> ctx(E), w(L), ctx2(E), w2(L), keys(L * A), rctx(E), rw(L);
+  ASSERT_EQ(tessera::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
+                                        v.data(), ctx.data(), w.data()),
+            Status::ok);
+  ASSERT_EQ(tessera::additive_keys(L, E, A, enc.data(), we.data(), keys.data()), Status::ok);
+  ASSERT_EQ(tessera::additive_attention_step(L, E, Dd, A, enc.data(), keys.data(), dec.data(),
+                                             wd.data(), v.data(), ctx2.data(), w2.data()),
+            Status::ok);
+  tessera::reference::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(),
+                                         wd.data(), v.data(), rctx.data(), rw.data());
+  EXPECT_LE(tt::rel_err(ctx, ctx2), 1e-6);
+  EXPECT_LE(tt::rel_err(w, w2), 1e-6);
+  EXPECT_LE(tt::rel_err(ctx, rctx), 1e-5);
+  EXPECT_LE(tt::rel_err(w, rw), 1e-5);
+  double sum = 0;
+  for (float x : w) sum += x;
+  EXPECT_NEAR(sum, 1.0, 1e-5);
+  // weights may be NULL.
+  EXPECT_EQ(tessera::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
+                                        v.data(), ctx2.data(), nullptr),
+            Status::ok);
+  EXPECT_EQ(ctx, ctx2);
+}
+
+struct MhaWeights {
+  std::vector<float> wq, bq, wk, bk, wv, bv, wo, bo;
+  MhaWeights(const tessera::MhaDesc& d, uint32_t seed) {
+    const float s = 0.3f;
+    wq = tt::random_vec(d.q_in_dim * d.q_heads * d.head_dim, seed, -s, s);
+    wk = tt::random_vec(d.kv_in_dim * d.kv_heads * d.head_dim, seed + 1, -s, s);
+    wv = tt::random_vec(d.kv_in_dim * d.kv_heads * d.value_dim, seed + 2, -s, s);
+    wo = tt::random_vec(d.q_heads * d.value_dim * d.out_dim, seed + 3, -s, s);
+    bq = tt::random_vec(d.q_heads * d.head_dim, seed + 4);
+    bk = tt::random_vec(d.kv_heads * d.head_dim, seed + 5);
+    bv = tt::random_vec(d.kv_heads * d.value_dim, seed + 6);
+    bo = tt::random_vec(d.out_dim, seed + 7);
+  }
+  void attach(tessera::MhaDesc& d, bool biases) const {
+    d.w_q = wq.data(), d.w_k = wk.data(), d.w_v = wv.data(), d.w_o = wo.data();
+    d.b_q = biases ? bq.data() : nullptr, d.b_k = biases ? bk.data() : nullptr;
+    d.b_v = biases ? bv.data() : nullptr, d.b_o = biases ? bo.data() : nullptr;
+  }
+};
+
+TEST_P(Layers, MhaMatchesReference) {
+  for (int variant = 0; variant < 4; ++variant) {
+    tessera::MhaDesc d;
+    ASSERT_EQ(tessera::mha_desc_init(d, 2, 11, variant == 3 ? 19 : 11, 32, 4), Status::ok);
+    if (variant >= 1) d.kv_heads = 2;                       // GQA
+    if (variant == 2) d.value_dim = 6, d.out_dim = 20, d.causal = 1, d.window_left = 4;
+    if (variant == 3) d.kv_in_dim = 12, d.q_in_dim = 9;     // cross attention
+    MhaWeights w(d, 10 + variant);
+    w.attach(d, variant != 1);
+    const auto xq = tt::random_vec(d.batch * d.q_len * d.q_in_dim, 1);
+    const auto xkv = variant == 3 ? tt::random_vec(d.batch * d.kv_len * d.kv_in_dim, 2) : xq;
+    std::vector<float> out(d.batch * d.q_len * d.out_dim, tt::kNaN), ref(out.size());
+    size_t bytes = 0;
+    ASSERT_EQ(tessera::mha_workspace_size(d, bytes), Status::ok);
+    std::vector<char> ws(bytes);
+    ASSERT_EQ(tessera::mha_forward(d, xq.data(), xkv.data(), out.data(), ws.data(), ws.size()),
+              Status::ok)
+        << tessera::last_error();
+    tessera::reference::mha_forward(d, xq.data(), xkv.data(), ref.data());
+    EXPECT_LE(tt::rel_err(out, ref), 1e-5) << "variant " << variant;
+  }
+}
+
+// Decoding with a KV cache (prefill of 5 tokens, then one token at a time) gives, for each new
+// token, the same output as causal self-attention over the whole sequence.
+TEST_P(Layers, MhaKvCacheDecodeEqualsFullCausal) {
+  const int64_t T = 12, P = 5, M = 24, H = 4, Hk = 2;
+  tessera::MhaDesc full;
+  ASSERT_EQ(tessera::mha_desc_init(full, 2, T, T, M, H), Status::ok);
+  full.kv_heads = Hk;
+  full.causal = 1;
+  MhaWeights w(full, 3);
+  w.attach(full, true);
+  const auto x = tt::random_vec(2 * T * M, 7);
+  std::vector<float> want(2 * T * M);
+  ASSERT_EQ(tessera::mha_forward(full, x.data(), x.data(), want.data()), Status::ok);
+
+  const int64_t D = M / H;
+  std::vector<float> kc(2 * Hk * T * D, tt::kNaN), vc(kc.size(), tt::kNaN);
+  for (int64_t pos = 0; pos < T;) {
+    const int64_t step = pos == 0 ? P : 1;
+    tessera::MhaDesc d = full;
+    d.q_len = d.kv_len = step;
+    d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = T, d.cache_len = pos;
+    std::vector<float> xs(2 * step * M), out(2 * step * M);
+    for (int64_t b = 0; b < 2; ++b)
+      std::copy_n(&x[(b * T + pos) * M], step * M, &xs[b * step * M]);
+    ASSERT_EQ(tessera::mha_forward(d, xs.data(), xs.data(), out.data()), Status::ok)
+        << tessera::last_error();
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t i = 0; i < step * M; ++i)
+        EXPECT_NEAR(out[b * step * M + i], want[(b * T + pos) * M + i], 1e-5f)
+            << "batch " << b << " position " << pos + i / M;
+    pos += step;
+  }
+}
+
+}  // namespace

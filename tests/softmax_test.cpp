@@ -1,0 +1,127 @@
+// Softmax, log-softmax and logsumexp: hand values, the seed example, properties and the special
+// rows, on every kernel table.
+#include <numeric>
+
+#include "tessera/reference.hpp"
+#include "tessera/softmax.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using tessera::Status;
+
+class Softmax : public tt::IsaTest {};
+TESSERA_INSTANTIATE_PER_ISA(Softmax);
+
+// ../shared/seeds/003: softmax([3.0, 1.0, 0.2]) printed as [0.8360188 0.11314284 0.05083836].
+TEST_P(Softmax, SeedExample) {
+  const float x[] = {3.0f, 1.0f, 0.2f};
+  float y[3];
+  ASSERT_EQ(tessera::softmax(1, 3, x, 3, y, 3), Status::ok);
+  EXPECT_NEAR(y[0], 0.8360188f, 1e-6f);
+  EXPECT_NEAR(y[1], 0.11314284f, 1e-6f);
+  EXPECT_NEAR(y[2], 0.05083836f, 1e-6f);
+  // The seed's 2-D example normalises columns; its transpose is our row-wise softmax:
+  // column [1, 2, 3] -> [0.09003057, 0.24472847, 0.66524096].
+  const float col[] = {1.0f, 2.0f, 3.0f};
+  ASSERT_EQ(tessera::softmax(1, 3, col, 3, y, 3), Status::ok);
+  EXPECT_NEAR(y[0], 0.09003057f, 1e-6f);
+  EXPECT_NEAR(y[1], 0.24472847f, 1e-6f);
+  EXPECT_NEAR(y[2], 0.66524096f, 1e-6f);
+}
+
+// Hand-computed: logsumexp([0, ln 3]) = ln 4; log_softmax = [-ln 4, ln 3 - ln 4]; scale 2 on
+// [0, ln 3 / 2] gives the same.
+TEST_P(Softmax, HandLogDomain) {
+  const float x[] = {0.0f, std::log(3.0f)};
+  float out, y[2];
+  ASSERT_EQ(tessera::logsumexp(1, 2, x, 2, 1.0f, &out), Status::ok);
+  EXPECT_NEAR(out, std::log(4.0f), 1e-6f);
+  ASSERT_EQ(tessera::log_softmax(1, 2, x, 2, y, 2), Status::ok);
+  EXPECT_NEAR(y[0], -std::log(4.0f), 1e-6f);
+  EXPECT_NEAR(y[1], std::log(0.75f), 1e-6f);
+  const float half[] = {0.0f, std::log(3.0f) / 2};
+  ASSERT_EQ(tessera::logsumexp(1, 2, half, 2, 2.0f, &out), Status::ok);
+  EXPECT_NEAR(out, std::log(4.0f), 1e-6f);
+}
+
+TEST_P(Softmax, MatchesReferenceAndSumsToOne) {
+  for (int64_t cols : {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 255, 1000, 4099}) {
+    const int64_t rows = 5, ld = cols + 3;
+    const auto x = tt::random_vec(size_t(rows * ld), uint32_t(cols), -20.0f, 20.0f);
+    for (float scale : {1.0f, 0.125f}) {
+      std::vector<float> y(x.size(), 7.0f), ref(x.size(), 7.0f);
+      ASSERT_EQ(tessera::softmax(rows, cols, x.data(), ld, y.data(), ld, scale), Status::ok);
+      tessera::reference::softmax(rows, cols, x.data(), ld, ref.data(), ld, scale);
+      EXPECT_LE(tt::rel_err(y, ref), 1e-5) << "cols " << cols;
+      for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < cols; ++j) sum += y[r * ld + j];
+        EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << r << " cols " << cols;
+        for (int64_t j = cols; j < ld; ++j) EXPECT_EQ(y[r * ld + j], 7.0f) << "wrote past cols";
+      }
+      ASSERT_EQ(tessera::log_softmax(rows, cols, x.data(), ld, y.data(), ld, scale), Status::ok);
+      tessera::reference::log_softmax(rows, cols, x.data(), ld, ref.data(), ld, scale);
+      EXPECT_LE(tt::rel_err(y, ref), 1e-5) << "cols " << cols;
+      std::vector<float> lse(rows), lse_ref(rows);
+      ASSERT_EQ(tessera::logsumexp(rows, cols, x.data(), ld, scale, lse.data()), Status::ok);
+      tessera::reference::logsumexp(rows, cols, x.data(), ld, scale, lse_ref.data());
+      EXPECT_LE(tt::rel_err(lse, lse_ref), 1e-6) << "cols " << cols;
+    }
+  }
+}
+
+TEST_P(Softmax, InPlace) {
+  const int64_t rows = 3, cols = 37;
+  auto x = tt::random_vec(size_t(rows * cols), 9, -5.0f, 5.0f);
+  std::vector<float> ref(x.size());
+  tessera::reference::softmax(rows, cols, x.data(), cols, ref.data(), cols, 1.0f);
+  ASSERT_EQ(tessera::softmax(rows, cols, x.data(), cols, x.data(), cols), Status::ok);
+  EXPECT_LE(tt::rel_err(x, ref), 1e-5);
+}
+
+TEST_P(Softmax, SpecialRowsStayInTheirRow) {
+  const int64_t cols = 19;
+  // Rows: normal, all -inf, one +inf, two +inf, a NaN, some -inf, normal.
+  auto x = tt::random_vec(size_t(7 * cols), 3, -3.0f, 3.0f);
+  for (int64_t j = 0; j < cols; ++j) x[1 * cols + j] = -tt::kInf;
+  x[2 * cols + 4] = tt::kInf;
+  x[3 * cols + 0] = tt::kInf;
+  x[3 * cols + 18] = tt::kInf;
+  x[4 * cols + 7] = tt::kNaN;
+  for (int64_t j = 0; j < cols; j += 2) x[5 * cols + j] = -tt::kInf;
+  std::vector<float> y(x.size()), ref(x.size()), ly(x.size()), lse(7);
+  ASSERT_EQ(tessera::softmax(7, cols, x.data(), cols, y.data(), cols), Status::ok);
+  ASSERT_EQ(tessera::log_softmax(7, cols, x.data(), cols, ly.data(), cols), Status::ok);
+  ASSERT_EQ(tessera::logsumexp(7, cols, x.data(), cols, 1.0f, lse.data()), Status::ok);
+  tessera::reference::softmax(7, cols, x.data(), cols, ref.data(), cols, 1.0f);
+  EXPECT_LE(tt::rel_err(y, ref), 1e-5);
+  for (int64_t j = 0; j < cols; ++j) {
+    EXPECT_EQ(y[1 * cols + j], 0.0f);
+    EXPECT_EQ(ly[1 * cols + j], -tt::kInf);
+    EXPECT_EQ(y[2 * cols + j], j == 4 ? 1.0f : 0.0f);
+    EXPECT_EQ(y[3 * cols + j], (j == 0 || j == 18) ? 0.5f : 0.0f);
+    EXPECT_TRUE(std::isnan(y[4 * cols + j]));
+    if (j % 2 == 0) {
+      EXPECT_EQ(y[5 * cols + j], 0.0f);
+    }
+    EXPECT_FALSE(std::isnan(y[6 * cols + j])) << "NaN leaked into the next row";
+    EXPECT_FALSE(std::isnan(y[0 * cols + j])) << "NaN leaked into an earlier row";
+  }
+  EXPECT_EQ(lse[1], -tt::kInf);
+  EXPECT_EQ(lse[2], tt::kInf);
+  EXPECT_TRUE(std::isnan(lse[4]));
+  EXPECT_TRUE(std::isfinite(lse[5]) && std::isfinite(lse[6]) && std::isfinite(lse[0]));
+}
+
+TEST_P(Softmax, EmptyShapes) {
+  float y = 5.0f, out = 5.0f;
+  const float x = 1.0f;
+  EXPECT_EQ(tessera::softmax(0, 4, nullptr, 4, nullptr, 4), Status::ok);
+  EXPECT_EQ(tessera::logsumexp(1, 0, &x, 1, 1.0f, &out), Status::ok);
+  EXPECT_EQ(out, -tt::kInf);  // the empty sum
+  EXPECT_EQ(tessera::softmax(1, 1, &x, 1, &y, 1), Status::ok);
+  EXPECT_EQ(y, 1.0f);
+}
+
+}  // namespace

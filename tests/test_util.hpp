@@ -1,0 +1,77 @@
+// Helpers shared by the test files: seeded random data, error norms, and the per-ISA fixture
+// that runs each test once for every kernel table this machine supports (the Highway habit).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tessera/threading.hpp"
+
+namespace tt {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+inline std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// ||out - ref||_inf / max(1, ||ref||_inf), the DESIGN.md acceptance norm; a NaN where the
+// reference has a number (or the reverse) counts as infinite error.
+inline double rel_err(const float* out, const float* ref, size_t n) {
+  double err = 0.0, scale = 1.0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(out[i]) != std::isnan(ref[i])) return std::numeric_limits<double>::infinity();
+    if (std::isnan(ref[i])) continue;
+    if (std::isinf(ref[i]) || std::isinf(out[i])) {
+      if (out[i] != ref[i]) return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    err = std::max(err, std::fabs(double(out[i]) - double(ref[i])));
+    scale = std::max(scale, std::fabs(double(ref[i])));
+  }
+  return err / scale;
+}
+inline double rel_err(const std::vector<float>& out, const std::vector<float>& ref) {
+  EXPECT_EQ(out.size(), ref.size());
+  return rel_err(out.data(), ref.data(), std::min(out.size(), ref.size()));
+}
+
+// Every kernel table the machine runs, best first as the dispatcher ranks them.
+inline std::vector<std::string> isas() {
+  std::vector<std::string> out;
+  for (const char* name : {"avx512", "avx2", "sse2", "neon64", "neon32", "scalar"})
+    if (tessera::isa_supported(name)) out.emplace_back(name);
+  return out;
+}
+
+// Fixture base: selects the table named by the test parameter for the test's duration.
+class IsaTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    previous_ = tessera::isa_name();
+    ASSERT_EQ(tessera::set_isa(GetParam().c_str()), tessera::Status::ok) << GetParam();
+  }
+  void TearDown() override { tessera::set_isa(previous_.c_str()); }
+
+ private:
+  std::string previous_;
+};
+
+inline std::string isa_param_name(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param;
+}
+
+}  // namespace tt
+
+#define TESSERA_INSTANTIATE_PER_ISA(fixture) \
+  INSTANTIATE_TEST_SUITE_P(Isa, fixture, ::testing::ValuesIn(tt::isas()), tt::isa_param_name)
