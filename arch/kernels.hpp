@@ -1,11 +1,39 @@
 // The kernel-table interface: the only header arch/ and src/ share. One table per ISA, each
 // defined in that ISA's translation unit (arch/x86/avx512.cpp, ..., arch/arm/neon32.cpp) and
 // compiled with that ISA's flags; src/ reaches kernels only through these pointers.
+// Kernel contracts are at the top of the headers in arch/common/.
 #pragma once
 
 #include <cstdint>
 
 namespace tessera::arch {
+
+constexpr int kMaxMR = 16;
+constexpr int kMaxDotRows = 4;
+
+// gemm_ukernel.hpp: C[0:r, 0:nr] = alpha A B + beta C for r rows (the index in the table).
+using GemmPackedFn = void (*)(int64_t kc, const float* a_panel, const float* b_panel, float* c,
+                              int64_t ldc, int64_t nr, float alpha, float beta);
+using GemmStridedFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                               const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nr,
+                               float alpha, float beta);
+// gemm_dot.hpp: C = alpha A B^T + beta C for r rows and a fixed number of columns.
+using GemmDotFn = void (*)(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                           float* c, int64_t ldc, float alpha, float beta);
+// gemm_pack.hpp
+using GemmPackFn = void (*)(bool trans, int64_t rows_or_k, int64_t k_or_cols, const float* src,
+                            int64_t ld, float* out);
+
+struct GemmKernels {
+  int mr, nr, kc, mc, nc;  // blocking (arch/common/blocking.hpp)
+  int dot_rows, dot_cols;
+  GemmPackedFn packed[kMaxMR + 1];    // [r]: r = 1..mr rows of a packed A panel
+  GemmStridedFn strided[kMaxMR + 1];  // [r]: A read in place through strides
+  GemmDotFn dot[kMaxDotRows + 1];     // [r]: r x dot_cols
+  GemmDotFn dot1[kMaxDotRows + 1];    // [r]: r x 1
+  GemmPackFn pack_a;                  // (trans, mc, kc, a, lda, out)
+  GemmPackFn pack_b;                  // (trans, kc, nc, b, ldb, out)
+};
 
 struct KernelTable {
   const char* name;  // "avx512", "avx2", "sse2", "neon64", "neon32", "scalar"
@@ -14,6 +42,8 @@ struct KernelTable {
   // The FMA ceiling: runs iters x peak_flops_per_iter floating-point operations.
   float (*peak_fma)(int64_t iters);
   int peak_flops_per_iter;
+
+  GemmKernels gemm;
 };
 
 // Defined only where the build compiles the ISA; src/dispatch.cpp decides which exist.

@@ -1,6 +1,10 @@
 #include "peers.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,9 +14,31 @@ namespace {
 
 using tessera::Transpose;
 
-void* open_isolated(const char* lib) {
-  // A fresh namespace per library: OpenBLAS and BLIS both export cblas_sgemm.
-  void* h = dlmopen(LM_ID_NEWLM, lib, RTLD_NOW | RTLD_LOCAL);
+// RTLD_LOCAL keeps each library's symbols out of the global scope, so OpenBLAS's and BLIS's
+// identical cblas_* exports never interpose on each other; dlsym on the handle answers from that
+// library. (dlmopen namespaces would isolate more, but each gets its own libc and allocator, and
+// the heaps corrupt each other.)
+void* open_local(const char* lib) { return dlopen(lib, RTLD_NOW | RTLD_LOCAL); }
+
+// A second, independent instance of a library (its own globals, so its own kernel choice): load
+// a private copy of the file, which the dynamic loader cannot match to the loaded one.
+void* open_second_instance(const char* lib) {
+  void* probe = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!probe) probe = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
+  if (!probe) return nullptr;
+  char path[4096] = "";
+  if (dlinfo(probe, RTLD_DI_ORIGIN, path) != 0) return nullptr;
+  const std::string src = std::string(path) + "/" + lib;
+  char dir[] = "/tmp/tessera-bench-XXXXXX";
+  if (!mkdtemp(dir)) return nullptr;
+  const std::string dst = std::string(dir) + "/" + lib;
+  std::ifstream in(src, std::ios::binary);
+  std::ofstream out(dst, std::ios::binary);
+  out << in.rdbuf();
+  out.close();
+  void* h = in && out ? dlopen(dst.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  std::remove(dst.c_str());  // the mapping stays valid
+  rmdir(dir);
   return h;
 }
 
@@ -80,7 +106,7 @@ class ScopedEnv {
 // kernels on Sapphire/Emerald Rapids), so it is measured as it runs and forced to SkylakeX.
 void add_openblas(std::vector<GemmPeer>& out, const char* coretype) {
   ScopedEnv env("OPENBLAS_CORETYPE", coretype);
-  void* h = open_isolated("libopenblas.so.0");
+  void* h = coretype ? open_second_instance("libopenblas.so.0") : open_local("libopenblas.so.0");
   if (!h) return;
   GemmPeer p;
   p.name = coretype ? "openblas-skx" : "openblas";
@@ -97,7 +123,7 @@ void add_openblas(std::vector<GemmPeer>& out, const char* coretype) {
 void add_blis(std::vector<GemmPeer>& out, const char* arch_type) {
   // BLIS 0.9 picks its haswell kernels on this CPU unless told otherwise.
   ScopedEnv env("BLIS_ARCH_TYPE", arch_type);
-  void* h = open_isolated("libblis.so.4");
+  void* h = arch_type ? open_second_instance("libblis.so.4") : open_local("libblis.so.4");
   GemmPeer p;
   if (h) {
     p.fn = dlsym(h, "bli_sgemm");
@@ -116,12 +142,12 @@ void add_blis(std::vector<GemmPeer>& out, const char* arch_type) {
 }
 
 void add_onednn(std::vector<GemmPeer>& out) {
-  void* h = open_isolated("libdnnl.so.2");
+  void* h = open_local("libdnnl.so.2");
   if (!h) return;
   GemmPeer p;
   p.name = "onednn";
   p.fn = dlsym(h, "dnnl_sgemm");
-  p.threads_fn = dlsym(h, "omp_set_num_threads");  // libgomp, loaded into the same namespace
+  p.threads_fn = dlsym(h, "omp_set_num_threads");  // from libgomp, a dependency of libdnnl
   struct Version {
     int major, minor, patch;
     const char *hash, *cpu_runtime, *gpu_runtime;

@@ -1,7 +1,6 @@
 // Peer libraries measured in the same run: OpenBLAS, BLIS (its auto-selected kernels and, in a
-// second copy, BLIS_ARCH_TYPE=skx) and oneDNN. Each is dlopen'ed into its own link-map
-// namespace, so their identical cblas_* exports never meet and a missing library only removes
-// its rows. Every peer reports which kernel answered, so no peer runs under a wrong name.
+// second copy, BLIS_ARCH_TYPE=skx) and oneDNN. Each is dlopen'ed locally (see peers.cpp), so
+// their identical cblas_* exports never meet and a missing library only removes its rows. Every peer reports which kernel answered, so no peer runs under a wrong name.
 #pragma once
 
 #include <string>

@@ -3,9 +3,14 @@
 
 #include <cstring>
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <atomic>
+
 #include "dispatch.hpp"
 #include "gemm_check.hpp"
-#include "tessera/reference.hpp"
+#include "gemm_driver.hpp"
 
 namespace tessera {
 namespace {
@@ -16,10 +21,25 @@ struct PackedBHeader {
   char magic[8];
   char isa[16];
   int64_t k, n;
+  int32_t nr, kc;  // the layout's panel width and k blocking
 };
 constexpr size_t kHeaderBytes = 64;
 static_assert(sizeof(PackedBHeader) <= kHeaderBytes, "header must fit its slot");
-constexpr char kMagic[8] = {'T', 'S', 'R', 'P', 'A', 'C', 'K', '1'};
+constexpr char kMagic[8] = {'T', 'S', 'R', 'P', 'A', 'C', 'K', '2'};
+
+detail::GemmProblem problem(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
+                            float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                            float beta, float* c, int64_t ldc) {
+  detail::GemmProblem p;
+  p.ta = ta == Transpose::trans;
+  p.tb = tb == Transpose::trans;
+  p.m = m, p.n = n, p.k = k;
+  p.alpha = alpha, p.beta = beta;
+  p.a = a, p.lda = lda, p.b = b, p.ldb = ldb, p.c = c, p.ldc = ldc;
+  return p;
+}
+
+const arch::GemmKernels& gemm_kernels() { return detail::active_table().gemm; }
 
 }  // namespace
 
@@ -30,9 +50,7 @@ Status sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float 
   TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
   TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
   TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
-  if (m == 0 || n == 0) return Status::ok;
-  reference::sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  return Status::ok;
+  return detail::gemm_run(gemm_kernels(), problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 }
 
 Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
@@ -52,16 +70,34 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
                         (long long)stride_c, (long long)((m - 1) * ldc + n));
   }
   if (m == 0 || n == 0 || batch == 0) return Status::ok;
-  reference::sgemm_strided_batched(ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
-                                   beta, c, ldc, stride_c, batch);
-  return Status::ok;
+  const arch::GemmKernels& kt = gemm_kernels();
+  auto item = [&](int64_t i) {
+    return problem(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+                   c + i * stride_c, ldc);
+  };
+  // Problems too small to keep every thread busy on their own (attention's per-head products)
+  // run one per task, parallel over the batch; larger ones run one after another, each parallel
+  // over its own blocks. Either way each C matrix is summed in the same order.
+  const bool per_task = double(m) * n * k <= 256.0 * 256 * 256;
+  if (batch == 1 || !per_task) {
+    for (int64_t i = 0; i < batch; ++i) TESSERA_CHECK(detail::gemm_run(kt, item(i)));
+    return Status::ok;
+  }
+  std::atomic<int> status{static_cast<int>(Status::ok)};
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(int64_t(0), batch, [&](int64_t i) {
+      const Status s = detail::gemm_run(kt, item(i), /*parallel=*/false);
+      if (s != Status::ok) status = static_cast<int>(s);
+    });
+  });
+  return static_cast<Status>(status.load());
 }
 
 size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n) {
   if (detail::check_transpose("tb", tb) != Status::ok || detail::check_nonneg("k", k) != Status::ok ||
       detail::check_nonneg("n", n) != Status::ok)
     return 0;
-  return kHeaderBytes + sizeof(float) * static_cast<size_t>(k) * static_cast<size_t>(n);
+  return kHeaderBytes + sizeof(float) * detail::gemm_packed_b_floats(gemm_kernels(), k, n);
 }
 
 Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb,
@@ -78,11 +114,11 @@ Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t 
   std::strncpy(h.isa, detail::active_table().name, sizeof h.isa - 1);
   h.k = k;
   h.n = n;
+  h.nr = gemm_kernels().nr;
+  h.kc = gemm_kernels().kc;
   std::memcpy(packed, &h, sizeof h);
   float* out = reinterpret_cast<float*>(static_cast<char*>(packed) + kHeaderBytes);
-  for (int64_t p = 0; p < k; ++p)
-    for (int64_t j = 0; j < n; ++j)
-      out[p * n + j] = tb == Transpose::no_trans ? b[p * ldb + j] : b[j * ldb + p];
+  detail::gemm_pack_b_full(gemm_kernels(), tb == Transpose::trans, k, n, b, ldb, out);
   return Status::ok;
 }
 
@@ -108,11 +144,12 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
     return detail::fail(Status::invalid_argument,
                         "packed was packed for kernel table \"%s\" but \"%s\" is active", h.isa,
                         detail::active_table().name);
-  if (m == 0 || n == 0) return Status::ok;
-  const float* bp = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
-  reference::sgemm(ta, Transpose::no_trans, m, n, k, alpha, a, lda, bp, n > 0 ? n : 1, beta, c,
-                   ldc);
-  return Status::ok;
+  if (h.nr != gemm_kernels().nr || h.kc != gemm_kernels().kc)
+    return detail::fail(Status::invalid_argument, "packed was written with another blocking");
+  detail::GemmProblem p = problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1,
+                                  beta, c, ldc);
+  p.b_packed = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
+  return detail::gemm_run(gemm_kernels(), p);
 }
 
 }  // namespace tessera

@@ -5,7 +5,7 @@
 namespace tessera::arch {
 
 const KernelTable& neon32_table() {
-  static const KernelTable table = make_table<xsimd::neon>("neon32");
+  static const KernelTable table = make_table<xsimd::neon, kNeon32Gemm>("neon32");
   return table;
 }
 

@@ -1,11 +1,14 @@
-// The neon64 kernel table: every template kernel instantiated for xsimd::neon64.
-// Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
+// The neon64 kernel table: every template kernel instantiated for xsimd::neon64, with the
+// lane-indexed FMA micro-kernel for packed panels.
 #include "../common/table.hpp"
+#include "gemm_ukernel_neon64.hpp"
 
 namespace tessera::arch {
 
 const KernelTable& neon64_table() {
-  static const KernelTable table = make_table<xsimd::neon64>("neon64");
+  static const KernelTable table =
+      make_table<xsimd::neon64, kNeon64Gemm, Neon64PackedKernel<kNeon64Gemm.mr, kNeon64Gemm.nv>>(
+          "neon64");
   return table;
 }
 

@@ -1,21 +1,66 @@
 // Builds an ISA's kernel table from the templates, instantiated for that xsimd arch. Included
-// once per ISA translation unit, each compiled with its own flags.
+// once per ISA translation unit, each compiled with its own flags. (Only templates over Arch are
+// instantiated here, so no inline function compiled with one ISA's flags can be chosen by the
+// linker for another table.)
 #pragma once
 
 #include <xsimd/xsimd.hpp>
 
+#include <utility>
+
 #include "../kernels.hpp"
+#include "blocking.hpp"
+#include "gemm_dot.hpp"
+#include "gemm_pack.hpp"
+#include "gemm_ukernel.hpp"
 #include "peak.hpp"
 
 namespace tessera::arch {
 
-template <class Arch>
+// The default packed micro-kernel; an ISA may pass its own (NEON64's lane-indexed FMA).
+template <class Arch, int MR, int NV>
+struct DefaultPackedKernel {
+  template <int R>
+  static constexpr GemmPackedFn get() {
+    return &gemm_ukernel_packed<Arch, MR, R, NV>;
+  }
+};
+
+template <class Arch, const GemmBlocking& G, class Packed, int... R>
+void fill_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
+  ((k.packed[R + 1] = Packed::template get<R + 1>()), ...);
+  ((k.strided[R + 1] = &gemm_ukernel<Arch, R + 1, G.nv>), ...);
+}
+
+template <class Arch, const GemmBlocking& G, int... R>
+void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
+  ((k.dot[R + 1] = &gemm_dot_nt<Arch, R + 1, G.dot_cols>), ...);
+  ((k.dot1[R + 1] = &gemm_dot_nt<Arch, R + 1, 1>), ...);
+}
+
+template <class Arch, const GemmBlocking& G,
+          class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
 KernelTable make_table(const char* name) {
+  static_assert(G.mr <= kMaxMR && G.dot_rows <= kMaxDotRows, "tile exceeds the table");
+  constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
   KernelTable t{};
   t.name = name;
-  t.simd_floats = static_cast<int>(xsimd::batch<float, Arch>::size);
+  t.simd_floats = W;
   t.peak_fma = &peak_fma_loop<Arch>;
-  t.peak_flops_per_iter = 2 * kPeakAccumulators * t.simd_floats;
+  t.peak_flops_per_iter = 2 * kPeakAccumulators * W;
+
+  GemmKernels& g = t.gemm;
+  g.mr = G.mr;
+  g.nr = G.nv * W;
+  g.kc = G.kc;
+  g.mc = G.mc;
+  g.nc = G.nc;
+  g.dot_rows = G.dot_rows;
+  g.dot_cols = G.dot_cols;
+  fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
+  fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
+  g.pack_a = &gemm_pack_a<G.mr>;
+  g.pack_b = &gemm_pack_b<G.nv * W>;
   return t;
 }
 

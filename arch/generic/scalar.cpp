@@ -5,7 +5,7 @@
 namespace tessera::arch {
 
 const KernelTable& scalar_table() {
-  static const KernelTable table = make_table<xsimd::default_arch>("scalar");
+  static const KernelTable table = make_table<xsimd::default_arch, kSse2Gemm>("scalar");
   return table;
 }
 

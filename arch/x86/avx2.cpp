@@ -5,7 +5,7 @@
 namespace tessera::arch {
 
 const KernelTable& avx2_table() {
-  static const KernelTable table = make_table<xsimd::fma3<xsimd::avx2>>("avx2");
+  static const KernelTable table = make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm>("avx2");
   return table;
 }
 

@@ -5,7 +5,7 @@
 namespace tessera::arch {
 
 const KernelTable& avx512_table() {
-  static const KernelTable table = make_table<xsimd::avx512f>("avx512");
+  static const KernelTable table = make_table<xsimd::avx512f, kAvx512Gemm>("avx512");
   return table;
 }
 

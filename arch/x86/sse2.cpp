@@ -5,7 +5,7 @@
 namespace tessera::arch {
 
 const KernelTable& sse2_table() {
-  static const KernelTable table = make_table<xsimd::sse2>("sse2");
+  static const KernelTable table = make_table<xsimd::sse2, kSse2Gemm>("sse2");
   return table;
 }
 

@@ -33,15 +33,21 @@ typedef enum tessera_status {
   TESSERA_INVALID_ARGUMENT = 1,
   TESSERA_UNSUPPORTED = 2,
   TESSERA_OUT_OF_MEMORY = 3,
-  TESSERA_INTERNAL = 4
+  TESSERA_INTERNAL = 4,
+  TESSERA_STATUS_MAX_ENUM = 0x7FFFFFFF /* any int is a valid value: checks can reject it */
 } tessera_status;
 
-typedef enum tessera_transpose { TESSERA_NO_TRANS = 0, TESSERA_TRANS = 1 } tessera_transpose;
+typedef enum tessera_transpose {
+  TESSERA_NO_TRANS = 0,
+  TESSERA_TRANS = 1,
+  TESSERA_TRANSPOSE_MAX_ENUM = 0x7FFFFFFF
+} tessera_transpose;
 
 /* Where query i sits among the keys, for causal and window masks and ALiBi distances. */
 typedef enum tessera_align {
   TESSERA_ALIGN_TOP_LEFT = 0,    /* position i (PyTorch is_causal) */
-  TESSERA_ALIGN_BOTTOM_RIGHT = 1 /* position i + valid_kv_len - q_len (KV-cache decoding) */
+  TESSERA_ALIGN_BOTTOM_RIGHT = 1, /* position i + valid_kv_len - q_len (KV-cache decoding) */
+  TESSERA_ALIGN_MAX_ENUM = 0x7FFFFFFF
 } tessera_align;
 
 /* ---- introspection and threading ---------------------------------------------------------- */

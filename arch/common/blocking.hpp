@@ -1,0 +1,48 @@
+// Every SGEMM block size of every ISA, in one place, with the cache arithmetic (BLIS's
+// bli_cntx_init_* habit). MR x NR is the register tile; KC the k depth of a packed micro-panel;
+// MC the rows of a packed A block; NC the columns of a packed B block.
+//
+// The rules: the B micro-panel (KC x NR floats) stays in L1 while the A micro-panels stream past
+// it, so KC NR 4 B <= L1 / 2; the packed A block (MC x KC) stays in L2 while every B
+// micro-panel of the block visits it, so MC KC 4 B <= L2 / 2; the packed B block (KC x NC)
+// lives in L3 (or DRAM on the small ARM parts, where it is still read once per MC rows).
+#pragma once
+
+namespace tessera::arch {
+
+struct GemmBlocking {
+  int mr, nv;  // register tile: mr rows x nv vectors of columns (NR = nv * floats per vector)
+  int kc, mc, nc;
+  int dot_rows, dot_cols;  // the dot-product kernel's tile (few rows of A, B transposed)
+};
+
+// AVX-512 (Skylake-SP .. Emerald Rapids: 32 zmm, L1d 32-48 KB, L2 1-2 MB per core).
+//   14 x 32: 28 accumulators + 2 B vectors + 1 broadcast = 31 zmm.
+//   KC 192: B micro-panel 192 x 32 x 4 B = 24 KB = 1/2 of a 48 KB L1 (3/4 of 32 KB).
+//   MC 336 (24 panels): A block 336 x 192 x 4 B = 252 KB, 1/4 of a 1 MB L2.
+//   NC 4096: B block 192 x 4096 x 4 B = 3 MB, in L3.
+inline constexpr GemmBlocking kAvx512Gemm{14, 2, 192, 336, 4096, 4, 4};
+
+// AVX2 + FMA (Haswell .. Zen: 16 ymm, L1d 32 KB, L2 256 KB-1 MB).
+//   6 x 16: 12 accumulators + 2 B vectors + 1 broadcast = 15 ymm.
+//   KC 256: B micro-panel 256 x 16 x 4 B = 16 KB = 1/2 L1.
+//   MC 144 (24 panels): 144 x 256 x 4 B = 144 KB, half of a 256 KB L2.
+inline constexpr GemmBlocking kAvx2Gemm{6, 2, 256, 144, 4096, 2, 4};
+
+// SSE2 (no FMA: multiply then add, one temporary): 16 xmm.
+//   4 x 8: 8 accumulators + 2 B + 1 broadcast + 1 product = 12 xmm.
+//   KC 256: 256 x 8 x 4 B = 8 KB; MC 128: 128 KB.
+inline constexpr GemmBlocking kSse2Gemm{4, 2, 256, 128, 4096, 2, 4};
+
+// AArch64 NEON (Cortex-A53 .. Neoverse N1: 32 q registers, L1d 32-64 KB, L2 128 KB-1 MB).
+//   8 x 12: 24 accumulators + 3 B vectors + 2 A vectors (lane-indexed FMA) = 29 q.
+//   KC 256: 256 x 12 x 4 B = 12 KB; MC 128 (16 panels): 128 KB, half of a 256 KB L2.
+//   NC 3072 (= 256 NR): 3 MB B block.
+inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4};
+
+// ARMv7 NEON with VFPv4 (Cortex-A7/A9/A15: 16 q registers, L1d 32 KB, L2 256-512 KB).
+//   4 x 8: 8 accumulators + 2 B + 1 broadcast = 11 q (no lane-indexed vfma on ARMv7).
+//   KC 256: 8 KB; MC 64: 64 KB.
+inline constexpr GemmBlocking kNeon32Gemm{4, 2, 256, 64, 2048, 2, 4};
+
+}  // namespace tessera::arch

@@ -1,0 +1,101 @@
+// SGEMM micro-kernels, written once over the xsimd arch.
+//
+// Contract (after BLIS's KernelsHowTo), for ukernel<Arch, R, NV>:
+//  - computes the R x NR tile (NR = NV vectors) acc = sum_{p < kc} A(:, p) B(p, :) with one
+//    fused multiply-add per accumulator per k step, then writes C = alpha acc + beta C for the
+//    top-left mr x nr corner only (mr == R; nr <= NR). beta == 0 never reads C (NaN in C is
+//    overwritten); alpha is applied once, after the k loop.
+//  - A element (i, p) is a[i * a_rs + p * a_cs]: a packed panel (a_rs = 1, a_cs = MR) or A in
+//    place (row-major: a_rs = lda, a_cs = 1; transposed: a_rs = 1, a_cs = lda).
+//  - B row p is the NR contiguous floats at b + p * ldb, all readable even when nr < NR (a packed
+//    panel is zero-padded; the driver packs a partial panel it would otherwise read in place).
+//  - kc may be 0 (then C = beta C; alpha 0 never reads A or B is the driver's job).
+//  - stateless, no allocation, reads and writes nothing else.
+//
+// Register tile (AVX-512, R = 14, NV = 2; zmm0..zmm31):
+//    acc[0][0..1]  .. acc[13][0..1]   28 accumulators: C rows 0..13 x columns 0..31
+//    b[0..1]                          row p of the B panel (2 x 16 floats)
+//    one broadcast of A(i, p), usually folded into the FMA as a {1to16} memory operand
+// 28 FMAs per k step against 2 loads + 14 broadcasts keeps the two FMA ports busy without the
+// load ports becoming the bottleneck (2-3 loads/cycle on Skylake-SP..Sapphire Rapids).
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <cstdint>
+
+namespace tessera::arch {
+
+// Writes the R x (NV * W) accumulator tile to C (partial columns through a stack buffer).
+template <class Arch, int R, int NV>
+inline void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], float* c, int64_t ldc, int64_t nr,
+                       float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(B::size);
+  const B va(alpha);
+  if (nr == NV * W) {
+    for (int i = 0; i < R; ++i)
+      for (int v = 0; v < NV; ++v) {
+        float* dst = c + i * ldc + v * W;
+        B r = acc[i][v] * va;
+        if (beta != 0.0f) r = xsimd::fma(B(beta), B::load_unaligned(dst), r);
+        r.store_unaligned(dst);
+      }
+    return;
+  }
+  alignas(64) float buf[NV * W];
+  for (int i = 0; i < R; ++i) {
+    for (int v = 0; v < NV; ++v) (acc[i][v] * va).store_aligned(buf + v * W);
+    float* dst = c + i * ldc;
+    if (beta != 0.0f) {
+      for (int64_t j = 0; j < nr; ++j) dst[j] = beta * dst[j] + buf[j];
+    } else {
+      for (int64_t j = 0; j < nr; ++j) dst[j] = buf[j];
+    }
+  }
+}
+
+template <class Arch, int R, int NV>
+void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                  int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(B::size);
+  B acc[R][NV];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
+  for (int64_t p = 0; p < kc; ++p) {
+    B bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + p * ldb + v * W);
+    const float* ap = a + p * a_cs;
+    for (int i = 0; i < R; ++i) {
+      const B ai(ap[i * a_rs]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
+    }
+  }
+  store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
+}
+
+// The same for packed panels, with the panel strides known at compile time (a_rs = 1,
+// a_cs = MR, ldb = NR) so the k loop has no index arithmetic beyond two pointer bumps.
+template <class Arch, int MR, int R, int NV>
+void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                         int64_t nr, float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(B::size);
+  B acc[R][NV];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
+  for (int64_t p = 0; p < kc; ++p, a += MR, b += NV * W) {
+    B bv[NV];
+    // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the
+    // caller moved to a less aligned address correct.
+    for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
+    for (int i = 0; i < R; ++i) {
+      const B ai(a[i]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
+    }
+  }
+  store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
+}
+
+}  // namespace tessera::arch

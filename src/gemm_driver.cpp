@@ -1,0 +1,208 @@
+#include "gemm_driver.hpp"
+
+#include <tbb/blocked_range2d.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "error.hpp"
+#include "scratch.hpp"
+
+namespace tessera::detail {
+namespace {
+
+using arch::GemmKernels;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// Runs body(i_range, j_range) over an (mi x nj) grid: split so that there are about 8 tasks per
+// thread (enough to balance two cores on uneven grids), or serially.
+template <class F>
+void for_grid(int64_t mi, int64_t nj, bool parallel, F&& body) {
+  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
+  if (threads <= 1 || mi * nj <= 1) {
+    body(int64_t(0), mi, int64_t(0), nj);
+    return;
+  }
+  const int64_t want = 8 * int64_t(threads);
+  const int64_t n_chunks = std::min(nj, ceil_div(want, mi));
+  const int64_t grain_j = ceil_div(nj, n_chunks);
+  const int64_t grain_i = std::max<int64_t>(1, ceil_div(mi * ceil_div(nj, grain_j), want));
+  // Isolated: while this thread waits it runs only these tasks, never an unrelated Tessera
+  // call from the same arena that would reuse the scratch buffers this call is holding.
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, mi, grain_i, 0, nj, grain_j),
+                      [&](const tbb::blocked_range2d<int64_t>& r) {
+                        body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
+                      },
+                      tbb::simple_partitioner());
+  });
+}
+
+// C = beta C (alpha = 0 or k = 0: A and B are not read; beta = 0 writes zeros, reads nothing).
+void scale_c(const GemmProblem& p, bool parallel) {
+  for_grid(p.m, 1, parallel, [&](int64_t i0, int64_t i1, int64_t, int64_t) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* row = p.c + i * p.ldc;
+      if (p.beta == 0.0f) std::fill(row, row + p.n, 0.0f);
+      else for (int64_t j = 0; j < p.n; ++j) row[j] *= p.beta;
+    }
+  });
+}
+
+// ---- few rows of A times B^T: dot products, K read in place ------------------------------
+void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+  const int64_t R = kt.dot_rows, J = kt.dot_cols;
+  const int64_t row_blocks = ceil_div(p.m, R);
+  // Column blocks of 64 keys: enough work per task to hide the scheduling, and a fixed split.
+  constexpr int64_t kColsPerTask = 64;
+  for_grid(row_blocks, ceil_div(p.n, kColsPerTask), parallel,
+           [&](int64_t ib0, int64_t ib1, int64_t jb0, int64_t jb1) {
+    for (int64_t ib = ib0; ib < ib1; ++ib) {
+      const int64_t i = ib * R, rows = std::min(R, p.m - i);
+      const float* a = p.a + i * p.lda;
+      const int64_t j_end = std::min(p.n, jb1 * kColsPerTask);
+      int64_t j = jb0 * kColsPerTask;
+      for (; j + J <= j_end; j += J)
+        kt.dot[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc, p.alpha,
+                     p.beta);
+      for (; j < j_end; ++j)
+        kt.dot1[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc, p.alpha,
+                      p.beta);
+    }
+  });
+}
+
+// ---- A read in place (no packing of A): small problems and few rows --------------------------
+// B panels are read in place when op(B) = B and the panel is whole; B^T and a partial last panel
+// are packed first.
+Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+  const int64_t MR = kt.mr, NR = kt.nr;
+  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
+  const int64_t panels = ceil_div(p.n, NR);
+  // Pack what cannot be read in place: all of B^T, or only the last, partial panel of B.
+  const bool b_in_place = !p.tb;
+  const int64_t first_packed = p.tb ? 0 : panels - 1;
+  float* packed = nullptr;
+  if (p.tb || p.n % NR != 0) {
+    packed = thread_scratch(ScratchSlot::gemm_b).floats(size_t((panels - first_packed) * NR * p.k));
+    if (!packed) return fail(Status::out_of_memory, "cannot allocate the packed B panels");
+    const float* src = p.tb ? p.b : p.b + first_packed * NR;
+    kt.pack_b(p.tb, p.k, p.n - first_packed * NR, src, p.ldb, packed);
+  }
+  for_grid(ceil_div(p.m, MR), panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t j = q * NR, nr = std::min(NR, p.n - j);
+      const bool whole = nr == NR;
+      const float* b = (b_in_place && whole) ? p.b + j : packed + (q - first_packed) * NR * p.k;
+      const int64_t ldb = (b_in_place && whole) ? p.ldb : NR;
+      for (int64_t ib = ib0; ib < ib1; ++ib) {
+        const int64_t i = ib * MR, rows = std::min(MR, p.m - i);
+        kt.strided[rows](p.k, p.a + i * a_rs, a_rs, a_cs, b, ldb, p.c + i * p.ldc + j, p.ldc, nr,
+                         p.alpha, p.beta);
+      }
+    }
+  });
+  return Status::ok;
+}
+
+// ---- the blocked path: pack A blocks and B blocks, micro-kernels over the packed panels --------
+Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+  const int64_t MR = kt.mr, NR = kt.nr, KC = kt.kc, MC = kt.mc, NC = kt.nc;
+  const int64_t n_padded = round_up(p.n, NR);
+  float* b_buf = nullptr;
+  if (!p.b_packed) {
+    b_buf = thread_scratch(ScratchSlot::gemm_b).floats(size_t(std::min(KC, p.k) * std::min(round_up(NC, NR), n_padded)));
+    if (!b_buf) return fail(Status::out_of_memory, "cannot allocate the packed B block");
+  }
+  std::atomic<bool> oom{false};
+  for (int64_t jc = 0; jc < p.n; jc += NC) {
+    const int64_t nc = std::min(NC, p.n - jc);
+    const int64_t panels = ceil_div(nc, NR);
+    for (int64_t pc = 0; pc < p.k; pc += KC) {
+      const int64_t kc = std::min(KC, p.k - pc);
+      const float beta = pc == 0 ? p.beta : 1.0f;
+      const float* bp;
+      if (p.b_packed) {
+        bp = p.b_packed + pc * n_padded + jc * kc;
+      } else {
+        // Pack this KC x NC block of op(B) once, shared by every task below.
+        for_grid(1, panels, parallel, [&](int64_t, int64_t, int64_t q0, int64_t q1) {
+          const int64_t j = jc + q0 * NR, cols = std::min(q1 * NR, nc) - q0 * NR;
+          const float* src = p.tb ? p.b + j * p.ldb + pc : p.b + pc * p.ldb + j;
+          kt.pack_b(p.tb, kc, cols, src, p.ldb, b_buf + q0 * NR * kc);
+        });
+        bp = b_buf;
+      }
+      for_grid(ceil_div(p.m, MC), panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
+        float* a_buf = thread_scratch(ScratchSlot::gemm_a).floats(size_t(MC * kc));
+        if (!a_buf) {
+          oom = true;
+          return;
+        }
+        for (int64_t ib = ib0; ib < ib1; ++ib) {
+          const int64_t ic = ib * MC, mc = std::min(MC, p.m - ic);
+          const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
+          kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
+          for (int64_t q = q0; q < q1; ++q) {
+            const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
+            const float* b_panel = bp + q * NR * kc;
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              const int64_t rows = std::min(MR, mc - ir);
+              kt.packed[rows](kc, a_buf + ir * kc, b_panel, p.c + (ic + ir) * p.ldc + j, p.ldc,
+                              nr, p.alpha, beta);
+            }
+          }
+        }
+      });
+      if (oom) return fail(Status::out_of_memory, "cannot allocate a packed A block");
+    }
+  }
+  return Status::ok;
+}
+
+}  // namespace
+
+Scratch& thread_scratch(ScratchSlot slot) {
+  thread_local Scratch slots[static_cast<int>(ScratchSlot::count)];
+  return slots[static_cast<int>(slot)];
+}
+
+size_t gemm_packed_b_floats(const GemmKernels& kt, int64_t k, int64_t n) {
+  return size_t(k) * size_t(round_up(n, kt.nr));
+}
+
+void gemm_pack_b_full(const GemmKernels& kt, bool tb, int64_t k, int64_t n, const float* b,
+                      int64_t ldb, float* out) {
+  const int64_t n_padded = round_up(n, kt.nr);
+  for (int64_t pc = 0; pc < k; pc += kt.kc) {
+    const int64_t kc = std::min<int64_t>(kt.kc, k - pc);
+    kt.pack_b(tb, kc, n, tb ? b + pc : b + pc * ldb, ldb, out + pc * n_padded);
+  }
+}
+
+Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+  if (p.m == 0 || p.n == 0) return Status::ok;
+  if (p.alpha == 0.0f || p.k == 0) {
+    scale_c(p, parallel);
+    return Status::ok;
+  }
+  // Few rows: pack nothing of A (packing would cost as much as the product); B^T is then best
+  // read as dot products along k, B as rows in place. Small products (the per-head GEMMs of
+  // attention, 64 x 64 x 64) skip A packing too: their A block is already cache-resident.
+  // Prepacked B always takes the blocked path, whose KC blocks its layout follows.
+  if (p.b_packed) return gemm_blocked(kt, p, parallel);
+  const bool few_rows = p.m <= 2 * kt.dot_rows;
+  const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
+  if (few_rows && p.tb && !p.ta) {
+    gemm_dot(kt, p, parallel);
+    return Status::ok;
+  }
+  if (few_rows || small) return gemm_unpacked_a(kt, p, parallel);
+  return gemm_blocked(kt, p, parallel);
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,35 @@
+// The SGEMM driver: BLIS's five loops around the micro-kernel (NC, KC, MC, NR, MR), with oneTBB
+// scheduling the (MC block x NR panel) grid, plus the packing-free paths for small and skinny
+// shapes. K is never split across threads, so every element of C is summed in the same order
+// whatever the thread count.
+#pragma once
+
+#include "../arch/kernels.hpp"
+#include "tessera/common.hpp"
+
+namespace tessera::detail {
+
+struct GemmProblem {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f;
+  const float* a = nullptr;
+  int64_t lda = 0;
+  const float* b = nullptr;  // unused when b_packed is set
+  int64_t ldb = 0;
+  float beta = 0.0f;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  const float* b_packed = nullptr;  // B packed by gemm_pack_b_full for the same table, k and n
+};
+
+// Runs one problem with TBB in the caller's arena (or serially, for callers that already
+// parallelise over a batch).
+Status gemm_run(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel = true);
+
+// The prepacked-B layout: for each KC block of k, the NR panels of all n columns.
+size_t gemm_packed_b_floats(const arch::GemmKernels& kt, int64_t k, int64_t n);
+void gemm_pack_b_full(const arch::GemmKernels& kt, bool tb, int64_t k, int64_t n, const float* b,
+                      int64_t ldb, float* out);
+
+}  // namespace tessera::detail
