@@ -18,8 +18,10 @@ using arch::GemmKernels;
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-// Runs body(i_range, j_range) over an (mi x nj) grid: split so that there are about 8 tasks per
-// thread (enough to balance two cores on uneven grids), or serially.
+// Runs body(i_range, j_range) over an (mi x nj) grid, or serially. Rows are split first: when
+// there are at least two row blocks per thread, whole rows go to each task (a task's packed A
+// block then serves every column); otherwise columns are split too, to about 4 tasks per
+// thread.
 template <class F>
 void for_grid(int64_t mi, int64_t nj, bool parallel, F&& body) {
   const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
@@ -27,14 +29,13 @@ void for_grid(int64_t mi, int64_t nj, bool parallel, F&& body) {
     body(int64_t(0), mi, int64_t(0), nj);
     return;
   }
-  const int64_t want = 8 * int64_t(threads);
-  const int64_t n_chunks = std::min(nj, ceil_div(want, mi));
+  const int64_t want = 4 * int64_t(threads);
+  const int64_t n_chunks = mi >= 2 * threads ? 1 : std::min(nj, ceil_div(want, mi));
   const int64_t grain_j = ceil_div(nj, n_chunks);
-  const int64_t grain_i = std::max<int64_t>(1, ceil_div(mi * ceil_div(nj, grain_j), want));
   // Isolated: while this thread waits it runs only these tasks, never an unrelated Tessera
   // call from the same arena that would reuse the scratch buffers this call is holding.
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, mi, grain_i, 0, nj, grain_j),
+    tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, mi, 1, 0, nj, grain_j),
                       [&](const tbb::blocked_range2d<int64_t>& r) {
                         body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
                       },
@@ -111,7 +112,12 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
 
 // ---- the blocked path: pack A blocks and B blocks, micro-kernels over the packed panels --------
 Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
-  const int64_t MR = kt.mr, NR = kt.nr, KC = kt.kc, MC = kt.mc, NC = kt.nc;
+  const int64_t MR = kt.mr, NR = kt.nr, KC = kt.kc, NC = kt.nc;
+  // Short M: smaller row blocks (whole MR panels), two per thread, so that threads split rows
+  // and each packs its A block once, rather than splitting N and re-packing A per chunk. MC only
+  // partitions rows: the sums, and so the results, do not depend on it.
+  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
+  const int64_t MC = std::min<int64_t>(kt.mc, std::max(MR, round_up(ceil_div(p.m, 2 * threads), MR)));
   const int64_t n_padded = round_up(p.n, NR);
   float* b_buf = nullptr;
   if (!p.b_packed) {
@@ -119,6 +125,12 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
     if (!b_buf) return fail(Status::out_of_memory, "cannot allocate the packed B block");
   }
   std::atomic<bool> oom{false};
+  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
+  // Packing A costs about as much per element as the FMAs of 2-4 B panels: it pays only when
+  // the packed block is reused over enough panels. Measured here (AVX-512, 1 thread): for
+  // n = 64 (P V, two panels) reading A in place is 2x faster; for n >= 512 packing is as fast or
+  // faster (k = 64 score matrices: +15%).
+  const bool pack_a = ceil_div(std::min(NC, p.n), NR) > 4;
   for (int64_t jc = 0; jc < p.n; jc += NC) {
     const int64_t nc = std::min(NC, p.n - jc);
     const int64_t panels = ceil_div(nc, NR);
@@ -138,22 +150,30 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
         bp = b_buf;
       }
       for_grid(ceil_div(p.m, MC), panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
-        float* a_buf = thread_scratch(ScratchSlot::gemm_a).floats(size_t(MC * kc));
-        if (!a_buf) {
-          oom = true;
-          return;
+        float* a_buf = nullptr;
+        if (pack_a) {
+          a_buf = thread_scratch(ScratchSlot::gemm_a).floats(size_t(MC * kc));
+          if (!a_buf) {
+            oom = true;
+            return;
+          }
         }
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           const int64_t ic = ib * MC, mc = std::min(MC, p.m - ic);
           const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
-          kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
+          if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
           for (int64_t q = q0; q < q1; ++q) {
             const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
             const float* b_panel = bp + q * NR * kc;
+            float* c = p.c + ic * p.ldc + j;
             for (int64_t ir = 0; ir < mc; ir += MR) {
               const int64_t rows = std::min(MR, mc - ir);
-              kt.packed[rows](kc, a_buf + ir * kc, b_panel, p.c + (ic + ir) * p.ldc + j, p.ldc,
-                              nr, p.alpha, beta);
+              if (pack_a) {
+                kt.packed[rows](kc, a_buf + ir * kc, b_panel, c + ir * p.ldc, p.ldc, nr, p.alpha, beta);
+              } else {
+                kt.strided[rows](kc, a_src + ir * a_rs, a_rs, a_cs, b_panel, NR, c + ir * p.ldc,
+                                 p.ldc, nr, p.alpha, beta);
+              }
             }
           }
         }

@@ -25,6 +25,9 @@ void gemm_dot_nt(int64_t k, const float* a, int64_t lda, const float* b, int64_t
     for (int j = 0; j < NJ; ++j) acc[i][j] = B(0.0f);
   int64_t p = 0;
   for (; p + W <= k; p += W) {
+    // The next NJ rows of K, one line ahead: the rows are ldb apart, too many interleaved
+    // streams for the hardware prefetcher to follow on its own.
+    for (int j = 0; j < NJ; ++j) __builtin_prefetch(b + (j + NJ) * ldb + p, 0, 3);
     B av[R], bv[NJ];
     for (int i = 0; i < R; ++i) av[i] = B::load_unaligned(a + i * lda + p);
     for (int j = 0; j < NJ; ++j) bv[j] = B::load_unaligned(b + j * ldb + p);

@@ -26,16 +26,23 @@
 
 namespace tessera::arch {
 
+#define TESSERA_ALWAYS_INLINE inline __attribute__((always_inline))
+// Loops that index the accumulator array must be fully unrolled, or the array cannot live in
+// registers (it is then kept on the stack and every k step loads and stores it).
+#define TESSERA_UNROLL _Pragma("GCC unroll 32")
+
 // Writes the R x (NV * W) accumulator tile to C (partial columns through a stack buffer).
+// Always inlined: called out of line, the accumulators would make a round trip through the
+// stack, and those stores queue behind the C stores' cache misses.
 template <class Arch, int R, int NV>
-inline void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], float* c, int64_t ldc, int64_t nr,
+TESSERA_ALWAYS_INLINE void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], float* c, int64_t ldc, int64_t nr,
                        float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
   const B va(alpha);
   if (nr == NV * W) {
-    for (int i = 0; i < R; ++i)
-      for (int v = 0; v < NV; ++v) {
+    TESSERA_UNROLL for (int i = 0; i < R; ++i)
+      TESSERA_UNROLL for (int v = 0; v < NV; ++v) {
         float* dst = c + i * ldc + v * W;
         B r = acc[i][v] * va;
         if (beta != 0.0f) r = xsimd::fma(B(beta), B::load_unaligned(dst), r);
@@ -44,8 +51,8 @@ inline void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], float* c, int64_
     return;
   }
   alignas(64) float buf[NV * W];
-  for (int i = 0; i < R; ++i) {
-    for (int v = 0; v < NV; ++v) (acc[i][v] * va).store_aligned(buf + v * W);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) {
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) (acc[i][v] * va).store_aligned(buf + v * W);
     float* dst = c + i * ldc;
     if (beta != 0.0f) {
       for (int64_t j = 0; j < nr; ++j) dst[j] = beta * dst[j] + buf[j];
@@ -55,21 +62,33 @@ inline void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], float* c, int64_
   }
 }
 
+// Requests the C tile's lines for writing before the k loop, so that the misses of a C too large
+// for the caches (attention's score matrix: 64 MB) overlap the FMAs instead of stalling the
+// stores at the end (BLIS kernels do the same).
+template <int R, int NV, int W>
+TESSERA_ALWAYS_INLINE void prefetch_c(float* c, int64_t ldc) {
+  for (int i = 0; i < R; ++i) {
+    __builtin_prefetch(c + i * ldc, 1, 3);
+    __builtin_prefetch(c + i * ldc + NV * W - 1, 1, 3);
+  }
+}
+
 template <class Arch, int R, int NV>
 void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
                   int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
+  prefetch_c<R, NV, W>(c, ldc);
   B acc[R][NV];
-  for (int i = 0; i < R; ++i)
-    for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i)
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
   for (int64_t p = 0; p < kc; ++p) {
     B bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + p * ldb + v * W);
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + p * ldb + v * W);
     const float* ap = a + p * a_cs;
-    for (int i = 0; i < R; ++i) {
+    TESSERA_UNROLL for (int i = 0; i < R; ++i) {
       const B ai(ap[i * a_rs]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
+      TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
     }
   }
   store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
@@ -82,17 +101,18 @@ void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, i
                          int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
+  prefetch_c<R, NV, W>(c, ldc);
   B acc[R][NV];
-  for (int i = 0; i < R; ++i)
-    for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i)
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
   for (int64_t p = 0; p < kc; ++p, a += MR, b += NV * W) {
     B bv[NV];
     // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the
     // caller moved to a less aligned address correct.
-    for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
-    for (int i = 0; i < R; ++i) {
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
+    TESSERA_UNROLL for (int i = 0; i < R; ++i) {
       const B ai(a[i]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
+      TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
     }
   }
   store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
