@@ -35,6 +35,17 @@ struct GemmKernels {
   GemmPackFn pack_b;                  // (trans, kc, nc, b, ldb, out)
 };
 
+// softmax.hpp / exp.hpp: row kernels (contracts there).
+struct SoftmaxKernels {
+  void (*exp)(int64_t n, const float* x, float* y);
+  void (*tanh)(int64_t n, const float* x, float* y);
+  void (*stats_online)(int64_t n, const float* x, float scale, float* max, float* sum);
+  float (*max)(int64_t n, const float* x);
+  float (*exp_sum)(int64_t n, const float* x, float scale, float shift, float* y_or_null);
+  void (*exp_scale)(int64_t n, const float* x, float scale, float shift, float mul, float* y);
+  void (*affine)(int64_t n, const float* x, float mul, float add, float* y);
+};
+
 struct KernelTable {
   const char* name;  // "avx512", "avx2", "sse2", "neon64", "neon32", "scalar"
   int simd_floats;   // floats per vector register
@@ -44,6 +55,7 @@ struct KernelTable {
   int peak_flops_per_iter;
 
   GemmKernels gemm;
+  SoftmaxKernels softmax;
 };
 
 // Defined only where the build compiles the ISA; src/dispatch.cpp decides which exist.

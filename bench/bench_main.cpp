@@ -59,6 +59,7 @@ void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threa
 void register_peak();
 void register_gemm();
 void register_softmax();
+void register_exp();
 void register_attention();
 
 }  // namespace bench
@@ -76,6 +77,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   bench::register_peak();
   bench::register_gemm();
+  bench::register_exp();
   bench::register_softmax();
   bench::register_attention();
   benchmark::RunSpecifiedBenchmarks();

@@ -2,14 +2,27 @@
 // (8 per element for softmax: one read, one write; 4 for logsumexp) next to a STREAM-style copy
 // of the same bytes measured in the same run.
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+
+#include <algorithm>
 
 #include <cstring>
 #include <string>
 
 #include "harness.hpp"
 #include "tessera/softmax.hpp"
+#include "tessera/threading.hpp"
+#ifdef TESSERA_BENCH_ONEDNN
+#include "onednn_softmax.hpp"
+#endif
 
 namespace bench {
+
+#ifdef TESSERA_BENCH_X86_BASELINES
+void mvec_softmax_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, float* y);
+float read_sum(int64_t n, const float* x);
+#endif
+
 namespace {
 
 struct Rows {
@@ -64,6 +77,57 @@ void register_shape(const Rows& s, int threads) {
     });
     set_rates(state, 0, 8 * elems);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+#ifdef TESSERA_BENCH_X86_BASELINES
+  if (tessera::isa_supported("avx512")) {
+    // Three passes (max, exp-store + sum, scale) vectorised with libmvec's AVX-512 expf.
+    benchmark::RegisterBenchmark(shape_name("softmax", s, "libmvec-3pass", threads).c_str(),
+                                 [s, threads, elems](benchmark::State& state) {
+      auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
+      std::vector<float> y(x.size());
+      run_in_arena(state, threads, [&] {
+        tbb::parallel_for(tbb::blocked_range<int64_t>(0, s.rows, std::max<int64_t>(1, 32768 / s.cols)),
+                          [&](const tbb::blocked_range<int64_t>& r) {
+                            mvec_softmax_rows(r.begin(), r.end(), s.cols, x.data(), y.data());
+                          });
+        benchmark::DoNotOptimize(y.data());
+      });
+      set_rates(state, 0, 8 * elems);
+    })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  }
+  // The read ceiling for logsumexp: one read of every element.
+  benchmark::RegisterBenchmark(shape_name("logsumexp", s, "read", threads).c_str(),
+                               [s, threads, elems](benchmark::State& state) {
+    auto x = random_floats(size_t(elems), 1);
+    run_in_arena(state, threads, [&] {
+      const float total = tbb::parallel_reduce(
+          tbb::blocked_range<int64_t>(0, int64_t(elems), 1 << 14), 0.0f,
+          [&](const tbb::blocked_range<int64_t>& r, float acc) {
+            return acc + read_sum(int64_t(r.size()), x.data() + r.begin());
+          },
+          [](float a, float b) { return a + b; });
+      benchmark::DoNotOptimize(total);
+    });
+    set_rates(state, 0, 4 * elems);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+#endif
+#ifdef TESSERA_BENCH_ONEDNN
+  benchmark::RegisterBenchmark(shape_name("softmax", s, "onednn", threads).c_str(),
+                               [s, threads, elems](benchmark::State& state) {
+    auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
+    std::vector<float> y(x.size());
+    OnednnSoftmax peer(s.rows, s.cols, x.data(), y.data(), threads);
+    if (!peer.ok()) {
+      state.SkipWithError("oneDNN softmax unavailable");
+      return;
+    }
+    for (auto _ : state) {
+      peer.run();
+      benchmark::DoNotOptimize(y.data());
+    }
+    set_rates(state, 0, 8 * elems);
+  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+#endif
 }
 
 }  // namespace

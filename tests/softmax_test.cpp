@@ -1,5 +1,8 @@
 // Softmax, log-softmax and logsumexp: hand values, the seed example, properties and the special
 // rows, on every kernel table.
+#include <tbb/task_arena.h>
+
+#include <cstring>
 #include <numeric>
 
 #include "tessera/reference.hpp"
@@ -122,6 +125,89 @@ TEST_P(Softmax, EmptyShapes) {
   EXPECT_EQ(out, -tt::kInf);  // the empty sum
   EXPECT_EQ(tessera::softmax(1, 1, &x, 1, &y, 1), Status::ok);
   EXPECT_EQ(y, 1.0f);
+}
+
+}  // namespace
+
+namespace {
+
+// Rows of 2^16 columns and more are split into chunks merged in order: still the reference's
+// numbers, including a special value in the last chunk only.
+TEST_P(Softmax, LongRowsAcrossChunks) {
+  for (int64_t cols : {65536, 70001, 200000}) {
+    auto x = tt::random_vec(size_t(2 * cols), uint32_t(cols), -30.0f, 30.0f);
+    std::vector<float> y(x.size()), ref(x.size()), lse(2), lse_ref(2);
+    ASSERT_EQ(tessera::softmax(2, cols, x.data(), cols, y.data(), cols, 0.5f), Status::ok);
+    tessera::reference::softmax(2, cols, x.data(), cols, ref.data(), cols, 0.5f);
+    EXPECT_LE(tt::rel_err(y, ref), 1e-5) << cols;
+    ASSERT_EQ(tessera::logsumexp(2, cols, x.data(), cols, 0.5f, lse.data()), Status::ok);
+    tessera::reference::logsumexp(2, cols, x.data(), cols, 0.5f, lse_ref.data());
+    EXPECT_LE(tt::rel_err(lse, lse_ref), 1e-6) << cols;
+    x[size_t(2 * cols - 1)] = tt::kInf;
+    ASSERT_EQ(tessera::softmax(2, cols, x.data(), cols, y.data(), cols, 0.5f), Status::ok);
+    EXPECT_EQ(y[size_t(2 * cols - 1)], 1.0f);
+    EXPECT_EQ(y[size_t(cols)], 0.0f);
+    EXPECT_LE(tt::rel_err(y.data(), ref.data(), size_t(cols)), 1e-5) << "row 0 must not change";
+  }
+}
+
+// Bitwise identical results for 1, 2 and 8 threads, on short rows, rows on both sides of the
+// exp-store threshold, and chunked long rows.
+TEST_P(Softmax, BitwiseIdenticalForAnyThreadCount) {
+  for (auto shape : {std::pair<int64_t, int64_t>{300, 77}, {40, 16384}, {9, 16385}, {3, 150000}}) {
+    const auto [rows, cols] = shape;
+    const auto x = tt::random_vec(size_t(rows * cols), 17, -10.0f, 10.0f);
+    std::vector<std::vector<float>> out;
+    for (int threads : {1, 2, 8}) {
+      std::vector<float> y(x.size()), l(x.size()), lse(static_cast<size_t>(rows));
+      tbb::task_arena arena(threads);
+      arena.execute([&] {
+        ASSERT_EQ(tessera::softmax(rows, cols, x.data(), cols, y.data(), cols), Status::ok);
+        ASSERT_EQ(tessera::log_softmax(rows, cols, x.data(), cols, l.data(), cols), Status::ok);
+        ASSERT_EQ(tessera::logsumexp(rows, cols, x.data(), cols, 1.0f, lse.data()), Status::ok);
+      });
+      y.insert(y.end(), l.begin(), l.end());
+      y.insert(y.end(), lse.begin(), lse.end());
+      out.push_back(std::move(y));
+    }
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4), 0) << rows << "x" << cols;
+    EXPECT_EQ(std::memcmp(out[0].data(), out[2].data(), out[0].size() * 4), 0) << rows << "x" << cols;
+  }
+}
+
+// The merge primitive: states of any split of a row merge to the row's logsumexp, and partial
+// outputs merge to the full weighted sum (flash-decoding's combine).
+TEST(OnlineSoftmax, MergeOfPartsEqualsWhole) {
+  const auto s = tt::random_vec(1000, 3, -20.0f, 20.0f);
+  const auto v = tt::random_vec(1000 * 4, 4);
+  float lse_ref;
+  tessera::reference::logsumexp(1, 1000, s.data(), 1000, 1.0f, &lse_ref);
+  for (int parts : {1, 2, 7, 1000}) {
+    tessera::OnlineSoftmaxState total;
+    std::vector<float> o(4, 0.0f);
+    for (int p = 0; p < parts; ++p) {
+      tessera::OnlineSoftmaxState part;
+      const int j0 = p * 1000 / parts, j1 = (p + 1) * 1000 / parts;
+      for (int j = j0; j < j1; ++j) part.add(s[size_t(j)]);
+      std::vector<float> po(4, 0.0f);
+      for (int j = j0; j < j1; ++j)
+        for (int c = 0; c < 4; ++c) po[size_t(c)] += std::exp(s[size_t(j)] - part.max) * v[size_t(j * 4 + c)];
+      tessera::merge_partial_output(total, o.data(), part, po.data(), 4);
+    }
+    EXPECT_NEAR(total.lse(), lse_ref, 1e-5f) << parts;
+    for (int c = 0; c < 4; ++c) {
+      double want = 0.0;
+      for (int j = 0; j < 1000; ++j) want += std::exp(double(s[size_t(j)]) - lse_ref) * v[size_t(j * 4 + c)];
+      EXPECT_NEAR(o[size_t(c)] / total.sum, want, 1e-5) << parts;
+    }
+  }
+  tessera::OnlineSoftmaxState empty, also_empty;
+  empty.merge(also_empty);
+  EXPECT_EQ(empty.lse(), -tt::kInf);
+  empty.add(-tt::kInf);
+  EXPECT_EQ(empty.sum, 0.0f);
+  empty.add(tt::kNaN);
+  EXPECT_TRUE(std::isnan(empty.lse()));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "gemm_pack.hpp"
 #include "gemm_ukernel.hpp"
 #include "peak.hpp"
+#include "softmax.hpp"
 
 namespace tessera::arch {
 
@@ -61,6 +62,15 @@ KernelTable make_table(const char* name) {
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
   g.pack_a = &gemm_pack_a<G.mr>;
   g.pack_b = &gemm_pack_b<G.nv * W>;
+
+  SoftmaxKernels& sm = t.softmax;
+  sm.exp = &exp_array<Arch>;
+  sm.tanh = &tanh_array<Arch>;
+  sm.stats_online = &softmax_stats_online<Arch>;
+  sm.max = &row_max<Arch>;
+  sm.exp_sum = &exp_sum<Arch>;
+  sm.exp_scale = &exp_scale<Arch>;
+  sm.affine = &affine<Arch>;
   return t;
 }
 

@@ -1,0 +1,115 @@
+// Vectorized exp and tanh, written once over the xsimd arch.
+//
+// exp(x) = 2^n e^r with n = round(x / ln 2) and r = x - n ln 2 in [-ln2/2, ln2/2]:
+//  - Cody-Waite reduction: ln 2 = kLn2Hi + kLn2Lo, where kLn2Hi has 9 significant bits, so
+//    n * kLn2Hi is exact for |n| <= 2^15 and r carries no cancellation error beyond kLn2Lo's;
+//  - e^r by a degree-6 polynomial (Taylor-seeded, minimax-adjusted coefficients of the
+//    classic single-precision expf), evaluated with FMA: <= 1 ulp on the reduced range;
+//  - 2^n built in the exponent field by integer shift; for n = 128 (x up to 88.72) 2^n is not
+//    a float, so the result is formed as (p 2^127) 2.
+// Range: x > 88.7228394 (= log(FLT_MAX)) gives +inf; x < -87.3365448 (= log(FLT_MIN)) gives
+// exactly 0 (results there would be subnormal); NaN gives NaN. About 22 vector operations, no
+// clamp and no NaN test (see the body). Measured error: see the ULP
+// table in tests/transcendental_test.cpp (<= 2 ulp against correctly rounded exp).
+//
+// tanh(x) = sign(x) (1 - 2 / (e^{2|x|} + 1)) for |x| >= 0.625, where the subtraction loses
+// at most one bit; below, an odd polynomial x + x^3 P(x^2) avoids that cancellation.
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <cstdint>
+
+namespace tessera::arch {
+
+template <class Arch>
+inline xsimd::batch<float, Arch> exp_vec(xsimd::batch<float, Arch> x) {
+  using B = xsimd::batch<float, Arch>;
+  using I = xsimd::batch<int32_t, Arch>;
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  constexpr float kMaxX = 88.7228394f;
+  constexpr float kMinX = -87.3365448f;
+  // Adding 1.5 2^23 rounds x log2 e to an integer n held in the sum's low mantissa bits:
+  // n = t - kMagic as a float, and the integer n is the bit pattern of t minus kMagic's.
+  // Valid for |x log2 e| < 2^22.
+  constexpr float kMagic = 12582912.0f;
+
+  // No clamp: lanes outside [kMinX, kMaxX] compute garbage (or NaN) and are replaced by the two
+  // selects at the end; NaN input flows through the arithmetic and no select matches it.
+  const B t = xsimd::fma(x, B(kLog2e), B(kMagic));
+  const B n = t - B(kMagic);
+  B r = xsimd::fnma(n, B(kLn2Hi), x);  // x - n ln2_hi, exact
+  r = xsimd::fnma(n, B(kLn2Lo), r);
+
+  B p = B(1.9875691500e-4f);
+  p = xsimd::fma(p, r, B(1.3981999507e-3f));
+  p = xsimd::fma(p, r, B(8.3334519073e-3f));
+  p = xsimd::fma(p, r, B(4.1665795894e-2f));
+  p = xsimd::fma(p, r, B(1.6666665459e-1f));
+  p = xsimd::fma(p, r, B(5.0000001201e-1f));
+  p = xsimd::fma(p, r * r, r + B(1.0f));
+
+  // 2^n from the exponent field for n in [-126, 127]; n = 128 (x in (88.38, 88.72]) is not a
+  // float power, so it is made as p 2^127 doubled (exact: doubling only moves the exponent).
+  constexpr int32_t kMagicBits = 0x4B400000;  // bit pattern of kMagic
+  const I biased = xsimd::min(xsimd::bitwise_cast<I>(t) + I(127 - kMagicBits), I(127 + 127));
+  B y = p * xsimd::bitwise_cast<B>(biased << 23);
+  y = xsimd::select(n > B(127.0f), y + y, y);
+
+  y = xsimd::select(x > B(kMaxX), B(std::numeric_limits<float>::infinity()), y);
+  return xsimd::select(x < B(kMinX), B(0.0f), y);
+}
+
+template <class Arch>
+inline xsimd::batch<float, Arch> tanh_vec(xsimd::batch<float, Arch> x) {
+  using B = xsimd::batch<float, Arch>;
+  const B ax = xsimd::abs(x);
+  // Large: 1 - 2 / (e^{2|x|} + 1). From |x| = 9.02 on the result rounds to 1: clamping at 10 keeps
+  // exp on its fast in-range path.
+  const B a9 = xsimd::min(ax, B(10.0f));
+  const B big = B(1.0f) - B(2.0f) / (exp_vec<Arch>(a9 + a9) + B(1.0f));
+  // Small: odd polynomial in x.
+  const B z = x * x;
+  B q = B(-5.70498872745e-3f);
+  q = xsimd::fma(q, z, B(2.06390887954e-2f));
+  q = xsimd::fma(q, z, B(-5.37397155531e-2f));
+  q = xsimd::fma(q, z, B(1.33314422036e-1f));
+  q = xsimd::fma(q, z, B(-3.33332819422e-1f));
+  const B small = xsimd::fma(q * z, ax, ax);
+  // tanh is odd: computed on |x|, signed last (also keeps tanh(-0) = -0).
+  const B y = xsimd::copysign(xsimd::select(ax < B(0.625f), small, big), x);
+  return xsimd::select(xsimd::isnan(x), x, y);
+}
+
+// Array forms, for the tests' ULP tables and the benchmarks.
+template <class Arch>
+void exp_array(int64_t n, const float* x, float* y) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = B::size;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) exp_vec<Arch>(B::load_unaligned(x + i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float buf[W] = {};
+    for (int64_t j = i; j < n; ++j) buf[j - i] = x[j];
+    exp_vec<Arch>(B::load_aligned(buf)).store_aligned(buf);
+    for (int64_t j = i; j < n; ++j) y[j] = buf[j - i];
+  }
+}
+
+template <class Arch>
+void tanh_array(int64_t n, const float* x, float* y) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = B::size;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) tanh_vec<Arch>(B::load_unaligned(x + i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float buf[W] = {};
+    for (int64_t j = i; j < n; ++j) buf[j - i] = x[j];
+    tanh_vec<Arch>(B::load_aligned(buf)).store_aligned(buf);
+    for (int64_t j = i; j < n; ++j) y[j] = buf[j - i];
+  }
+}
+
+}  // namespace tessera::arch

@@ -1,0 +1,57 @@
+// Vectorized exp and tanh throughput, in cache (4096 floats, 1 thread), against std::exp and,
+// on AVX-512 machines, xsimd::exp and glibc's libmvec expf.
+#include <cmath>
+#include <string>
+
+#include "../src/dispatch.hpp"
+#include "harness.hpp"
+
+namespace bench {
+
+#ifdef TESSERA_BENCH_X86_BASELINES
+void mvec_exp(int64_t n, const float* x, float* y);
+void xsimd_exp(int64_t n, const float* x, float* y);
+#endif
+
+namespace {
+
+constexpr int64_t kN = 4096;
+
+template <class F>
+void register_array(const std::string& name, F fn) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& state) {
+    auto x = random_floats(kN, 5, -80.0f, 80.0f);
+    std::vector<float> y(kN);
+    for (auto _ : state) {
+      fn(kN, x.data(), y.data());
+      benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["elem/s"] =
+        benchmark::Counter(double(kN), benchmark::Counter::kIsIterationInvariantRate);
+  });
+}
+
+}  // namespace
+
+void register_exp() {
+  for (const char* isa : {"avx512", "avx2", "sse2", "neon64", "neon32", "scalar"}) {
+    const tessera::arch::KernelTable* t = tessera::detail::find_table(isa);
+    if (!t) continue;
+    register_array(std::string("exp/tessera-") + isa, t->softmax.exp);
+    register_array(std::string("tanh/tessera-") + isa, t->softmax.tanh);
+  }
+  register_array("exp/std::exp", [](int64_t n, const float* x, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+  });
+  register_array("tanh/std::tanh", [](int64_t n, const float* x, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+  });
+#ifdef TESSERA_BENCH_X86_BASELINES
+  if (tessera::detail::find_table("avx512")) {
+    register_array("exp/xsimd::exp-avx512", xsimd_exp);
+    register_array("exp/libmvec-avx512", mvec_exp);
+  }
+#endif
+}
+
+}  // namespace bench

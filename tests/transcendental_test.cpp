@@ -1,0 +1,150 @@
+// ULP tables for the vectorized exp and tanh of every kernel table this machine runs.
+//
+// The points are float bit patterns taken at a fixed stride through the whole range (so every
+// binade is sampled in proportion to its size, as an exhaustive sweep would weigh it): 10^8
+// natively, 2^21 under qemu. Errors are measured against the correctly rounded result (double
+// precision, then rounded), so a 1-ulp library exp would count as at most 1 ulp here too.
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "arch/kernels.hpp"
+#include "src/dispatch.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+#ifdef TESSERA_TEST_EMULATED
+constexpr int64_t kPoints = int64_t(1) << 21;
+#else
+constexpr int64_t kPoints = 100'000'000;
+#endif
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+uint32_t to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// Error of y in units in the last place of the correctly rounded reference.
+double ulp_error(float y, double ref) {
+  const float r = static_cast<float>(ref);
+  if (y == r) return 0.0;
+  if (!std::isfinite(r) || !std::isfinite(y)) return std::numeric_limits<double>::infinity();
+  const double ulp = std::nextafter(std::fabs(r), std::numeric_limits<float>::infinity()) - std::fabs(r);
+  return std::fabs(double(y) - ref) / ulp;
+}
+
+struct Worst {
+  double ulp = 0.0;
+  float x = 0.0f;
+};
+
+// Sweeps [lo, hi] (both signs handled by the caller's ranges) in blocks, every table at once.
+using ArrayFn = void (*)(int64_t, const float*, float*);
+std::vector<Worst> sweep(const std::vector<ArrayFn>& fns, float lo, float hi, int64_t points,
+                         double (*ref)(double)) {
+  // Enumerate the floats in [lo, hi] by an ordered integer key.
+  auto key = [](float f) -> int64_t {
+    const int32_t b = static_cast<int32_t>(to_bits(f));
+    return b >= 0 ? int64_t(b) : -int64_t(b & 0x7fffffff);
+  };
+  auto unkey = [](int64_t k) { return k >= 0 ? from_bits(uint32_t(k)) : from_bits(uint32_t(-k) | 0x80000000u); };
+  const int64_t k0 = key(lo), k1 = key(hi);
+  const int64_t stride = std::max<int64_t>(1, (k1 - k0) / points);
+  std::vector<Worst> worst(fns.size());
+  constexpr int64_t kBlock = 1 << 16;
+  std::vector<float> x(kBlock), y(kBlock);
+  std::vector<double> r(kBlock);
+  for (int64_t k = k0; k <= k1;) {
+    int64_t n = 0;
+    for (; n < kBlock && k <= k1; ++n, k += stride) x[size_t(n)] = unkey(k);
+    for (int64_t i = 0; i < n; ++i) r[size_t(i)] = ref(x[size_t(i)]);
+    for (size_t f = 0; f < fns.size(); ++f) {
+      fns[f](n, x.data(), y.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = ulp_error(y[size_t(i)], r[size_t(i)]);
+        if (e > worst[f].ulp) worst[f] = {e, x[size_t(i)]};
+      }
+    }
+  }
+  return worst;
+}
+
+std::vector<const tessera::arch::KernelTable*> tables() {
+  std::vector<const tessera::arch::KernelTable*> out;
+  for (const auto& name : tt::isas()) out.push_back(tessera::detail::find_table(name.c_str()));
+  return out;
+}
+
+void print_table(const char* fn, const char* range, const std::vector<Worst>& w) {
+  const auto t = tables();
+  std::printf("ULP table: %s on %s (%" PRId64 " points)\n", fn, range, kPoints);
+  for (size_t i = 0; i < t.size(); ++i)
+    std::printf("  %-7s max %.3f ulp at x = %.9g\n", t[i]->name, w[i].ulp, double(w[i].x));
+}
+
+TEST(Transcendental, ExpWithinTwoUlpOnItsRange) {
+  std::vector<ArrayFn> fns;
+  for (auto* t : tables()) fns.push_back(t->softmax.exp);
+  const auto w = sweep(fns, -87.3365f, 88.7228f, kPoints, [](double v) { return std::exp(v); });
+  print_table("exp", "[-87.3365, 88.7228]", w);
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_LE(w[i].ulp, 2.0) << tables()[i]->name << " at " << w[i].x;
+}
+
+TEST(Transcendental, ExpSpecialValues) {
+  const float inf = tt::kInf;
+  const std::vector<float> x = {-inf, -1e30f, -104.0f, -87.5f, -87.34f, 0.0f, -0.0f, 88.73f, 89.0f, 1e30f, inf, tt::kNaN};
+  for (auto* t : tables()) {
+    std::vector<float> y(x.size());
+    t->softmax.exp(int64_t(x.size()), x.data(), y.data());
+    EXPECT_EQ(y[0], 0.0f) << t->name;
+    EXPECT_EQ(y[1], 0.0f) << t->name;
+    EXPECT_EQ(y[2], 0.0f) << t->name;
+    EXPECT_EQ(y[3], 0.0f) << t->name << ": below the range is exactly 0";
+    EXPECT_EQ(y[4], 0.0f) << t->name;
+    EXPECT_EQ(y[5], 1.0f) << t->name;
+    EXPECT_EQ(y[6], 1.0f) << t->name;
+    EXPECT_EQ(y[7], inf) << t->name;
+    EXPECT_EQ(y[8], inf) << t->name;
+    EXPECT_EQ(y[9], inf) << t->name;
+    EXPECT_EQ(y[10], inf) << t->name;
+    EXPECT_TRUE(std::isnan(y[11])) << t->name;
+    for (size_t i = 0; i + 1 < x.size(); ++i) EXPECT_FALSE(std::isnan(y[i])) << t->name << " at " << x[i];
+  }
+}
+
+TEST(Transcendental, TanhWithinTwoUlpEverywhere) {
+  std::vector<ArrayFn> fns;
+  for (auto* t : tables()) fns.push_back(t->softmax.tanh);
+  auto ref = [](double v) { return std::tanh(v); };
+  const float big = std::numeric_limits<float>::max();
+  auto neg = sweep(fns, -big, -std::numeric_limits<float>::denorm_min(), kPoints / 2, ref);
+  auto pos = sweep(fns, std::numeric_limits<float>::denorm_min(), big, kPoints / 2, ref);
+  for (size_t i = 0; i < neg.size(); ++i)
+    if (pos[i].ulp > neg[i].ulp) neg[i] = pos[i];
+  print_table("tanh", "all finite floats", neg);
+  for (size_t i = 0; i < neg.size(); ++i) EXPECT_LE(neg[i].ulp, 2.0) << tables()[i]->name << " at " << neg[i].x;
+  for (auto* t : tables()) {
+    const float x[] = {0.0f, -0.0f, tt::kInf, -tt::kInf, tt::kNaN, 20.0f, -20.0f};
+    float y[7];
+    t->softmax.tanh(7, x, y);
+    EXPECT_EQ(y[0], 0.0f);
+    EXPECT_TRUE(std::signbit(y[1])) << t->name;
+    EXPECT_EQ(y[2], 1.0f) << t->name;
+    EXPECT_EQ(y[3], -1.0f) << t->name;
+    EXPECT_TRUE(std::isnan(y[4])) << t->name;
+    EXPECT_EQ(y[5], 1.0f) << t->name;
+    EXPECT_EQ(y[6], -1.0f) << t->name;
+  }
+}
+
+}  // namespace
