@@ -65,25 +65,18 @@ float special_row(Op op, int64_t cols, const float* x, float scale, float* y) {
 
 bool arithmetic(Stats s) { return std::isfinite(s.max) && std::isfinite(s.sum) && s.sum > 0; }
 
-// One row of up to kSplitCols columns, by one thread.
+// One row of up to kSplitCols columns, by one thread. Returns the row's lse only when asked
+// (lse_wanted), as plain softmax has no use for the log.
 float short_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale,
-                float* y) {
+                float* y, bool lse_wanted) {
   Stats st;
   if (op == Op::softmax && cols <= kCachedCols) {
-    // Exp-store variant: max, then exps stored in y and summed, then y *= 1 / sum.
-    st.max = k.max(cols, x) * scale;
-    if (!std::isfinite(st.max)) return special_row(op, cols, x, scale, y);
-    st.sum = k.exp_sum(cols, x, scale, st.max, y);
+    k.softmax_cached(cols, x, scale, y, &st.max, &st.sum);
     if (!arithmetic(st)) return special_row(op, cols, x, scale, y);
-    k.affine(cols, y, 1.0f / st.sum, 0.0f, y);
-    return st.max + std::log(st.sum);
+    return lse_wanted ? st.max + std::log(st.sum) : 0.0f;
   }
-  if (cols <= kCachedCols) {
-    st.max = k.max(cols, x) * scale;
-    st.sum = std::isfinite(st.max) ? k.exp_sum(cols, x, scale, st.max, nullptr) : kNaN;
-  } else {
-    k.stats_online(cols, x, scale, &st.max, &st.sum);
-  }
+  if (cols <= kCachedCols) k.stats_cached(cols, x, scale, &st.max, &st.sum);
+  else k.stats_online(cols, x, scale, &st.max, &st.sum);
   if (!arithmetic(st)) return special_row(op, cols, x, scale, y);
   const float lse = st.max + std::log(st.sum);
   if (op == Op::softmax) k.exp_scale(cols, x, scale, st.max, 1.0f / st.sum, y);
@@ -99,9 +92,8 @@ float long_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, flo
   tbb::parallel_for(int64_t(0), chunks, [&](int64_t c) {
     const int64_t j = c * kChunk, len = std::min(kChunk, cols - j);
     Stats& s = part[size_t(c)];
-    s.max = k.max(len, x + j) * scale;
-    s.sum = std::isfinite(s.max) ? k.exp_sum(len, x + j, scale, s.max, nullptr) : kNaN;
-    if (std::isnan(s.sum) && s.max == -kInf) s.sum = 0.0f;
+    k.stats_cached(len, x + j, scale, &s.max, &s.sum);  // a chunk (64 KB) stays in L2
+    if (s.max == -kInf) s.sum = 0.0f;                    // no mass: mergeable
   });
   Stats st = part[0];
   for (int64_t c = 1; c < chunks; ++c) st.merge(part[size_t(c)]);
@@ -121,12 +113,18 @@ void run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, fl
   const SoftmaxKernels& k = detail::active_table().softmax;
   auto row = [&](int64_t r) {
     float* yr = y ? y + r * ldy : nullptr;
-    const float lse = cols >= kSplitCols ? long_row(k, op, cols, x + r * ldx, scale, yr)
-                                         : short_row(k, op, cols, x + r * ldx, scale, yr);
+    const float lse = cols >= kSplitCols
+                          ? long_row(k, op, cols, x + r * ldx, scale, yr)
+                          : short_row(k, op, cols, x + r * ldx, scale, yr, lse_out != nullptr);
     if (lse_out) lse_out[r] = lse;
   };
-  // About 32K elements per task: enough to amortise scheduling, fine enough to balance.
+  // About 32K elements per task: enough to amortise scheduling, fine enough to balance. A
+  // problem of one task runs here, without TBB (its fork-join costs more than 8 rows of 128).
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1));
+  if (rows <= grain && cols < kSplitCols) {
+    for (int64_t r = 0; r < rows; ++r) row(r);
+    return;
+  }
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, grain),
                       [&](const tbb::blocked_range<int64_t>& r) {

@@ -170,4 +170,31 @@ void affine(int64_t n, const float* x, float mul, float add, float* y) {
   for (; i < n; ++i) y[i] = x[i] * mul + add;
 }
 
+// A whole row that stays in cache, in one call: max; exps stored in y and summed; y *= 1/sum.
+// Stops after the first pass whose result is not finite (the driver then rewrites the row as a
+// special row) and reports (max, sum) through out. y may equal x.
+template <class Arch>
+void softmax_row_cached(int64_t n, const float* x, float scale, float* y, float* out_max,
+                        float* out_sum) {
+  const float m = row_max<Arch>(n, x) * scale;
+  *out_max = m;
+  *out_sum = std::numeric_limits<float>::quiet_NaN();
+  if (!(m > softmax_detail::kNegInf) || !(m < -softmax_detail::kNegInf)) return;
+  const float s = exp_sum<Arch>(n, x, scale, m, y);
+  *out_sum = s;
+  if (!(s > 0.0f) || !(s < -softmax_detail::kNegInf)) return;
+  affine<Arch>(n, y, 1.0f / s, 0.0f, y);
+}
+
+// (max, sum) of a cached row in two passes: max, then the sum of exps (one exp per element).
+template <class Arch>
+void softmax_stats_cached(int64_t n, const float* x, float scale, float* out_max,
+                          float* out_sum) {
+  const float m = row_max<Arch>(n, x) * scale;
+  *out_max = m;
+  const bool finite = m > softmax_detail::kNegInf && m < -softmax_detail::kNegInf;
+  *out_sum = finite ? exp_sum<Arch>(n, x, scale, m, nullptr)
+                    : std::numeric_limits<float>::quiet_NaN();
+}
+
 }  // namespace tessera::arch

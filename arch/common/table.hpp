@@ -67,6 +67,8 @@ KernelTable make_table(const char* name) {
   sm.exp = &exp_array<Arch>;
   sm.tanh = &tanh_array<Arch>;
   sm.stats_online = &softmax_stats_online<Arch>;
+  sm.stats_cached = &softmax_stats_cached<Arch>;
+  sm.softmax_cached = &softmax_row_cached<Arch>;
   sm.max = &row_max<Arch>;
   sm.exp_sum = &exp_sum<Arch>;
   sm.exp_scale = &exp_scale<Arch>;
