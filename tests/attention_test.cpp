@@ -1,6 +1,10 @@
 // Fused attention: every descriptor option against the reference, the properties that pin the
 // semantics down independently of the reference, and hand-computed and seed values.
+#include <tbb/task_arena.h>
+
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <numeric>
 
 #include "attention_tester.hpp"
@@ -198,6 +202,77 @@ TEST_P(Attention, SeedCausalExampleDoneRight) {
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(o[i], want[i], 1e-6f) << i;
   EXPECT_NEAR(lse[0], 1.0f / std::sqrt(3.0f), 1e-6f);
   EXPECT_NEAR(lse[1], std::log(std::exp(2 / std::sqrt(3.0f)) + std::exp(5 / std::sqrt(3.0f))), 1e-5f);
+}
+
+}  // namespace
+
+namespace {
+
+// Several query blocks and key tiles (BK = 256), every structural mask, GQA stacking.
+TEST_P(Attention, ManyTilesAgainstReference) {
+  uint32_t seed = 300;
+  for (int option = 0; option < 5; ++option) {
+    AttentionTester t(1, 4, 2, 301, 700, 40, 24);
+    if (option == 1) t.causal(TL);
+    if (option == 2) t.causal(BR).with_kv_lens();
+    if (option == 3) t.window(100, 20).align(BR);
+    if (option == 4) t.with_alibi().with_mask().causal(BR);
+    t.with_lse().test(1e-5, seed++);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// The split-KV decode path (q_len <= 8 against more than one 512-key chunk).
+TEST_P(Attention, DecodeChunksAgainstReference) {
+  uint32_t seed = 400;
+  for (int64_t q_len : {1, 3, 8})
+    for (int64_t kv_len : {513, 1500}) {
+      AttentionTester t(2, 8, 2, q_len, kv_len, 64, 48);
+      if (q_len == 3) t.causal(BR).with_kv_lens();
+      if (q_len == 8) t.with_alibi().with_bias(true).window(700, -1).align(BR);
+      t.with_lse().test(1e-5, seed++);
+      if (HasFatalFailure()) return;
+    }
+}
+
+// A +inf bias: the reference shares the mass among the +inf keys; so must the fused path.
+TEST_P(Attention, PlusInfinityBiasRows) {
+  for (int64_t kv_len : {40, 600}) {
+    AttentionTester t(1, 1, 1, 4, kv_len, 16, 16);
+    auto& p = t.with_lse().build();
+    std::vector<float> bias(size_t(4 * kv_len), 0.0f);
+    bias[1 * kv_len + 3] = tt::kInf;
+    bias[1 * kv_len + 7] = tt::kInf;
+    p.d.bias = bias.data();
+    p.d.bias_stride[0] = p.d.bias_stride[1] = 0, p.d.bias_stride[2] = kv_len, p.d.bias_stride[3] = 1;
+    ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
+    for (int c = 0; c < 16; ++c)
+      EXPECT_NEAR(p.o[16 + c], 0.5f * (p.v[3 * 16 + c] + p.v[7 * 16 + c]), 1e-6f) << kv_len;
+    EXPECT_EQ(p.lse[1], tt::kInf);
+    EXPECT_TRUE(std::isfinite(p.lse[0]) && std::isfinite(p.lse[2]));
+  }
+}
+
+// Bitwise identical for 1, 2 and 8 threads on the prefill and decode paths.
+TEST_P(Attention, BitwiseIdenticalForAnyThreadCount) {
+  for (auto shape : {std::array<int64_t, 2>{200, 600}, std::array<int64_t, 2>{1, 3000},
+                     std::array<int64_t, 2>{5, 1100}}) {
+    AttentionTester t(2, 4, 2, shape[0], shape[1], 32, 32);
+    auto& p = t.causal(BR).with_lse().build();
+    std::vector<std::vector<float>> runs;
+    for (int threads : {1, 2, 8}) {
+      std::fill(p.o.begin(), p.o.end(), 0.0f);
+      tbb::task_arena arena(threads);
+      arena.execute([&] {
+        ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
+      });
+      std::vector<float> all = p.o;
+      all.insert(all.end(), p.lse.begin(), p.lse.end());
+      runs.push_back(all);
+    }
+    EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * 4), 0) << shape[0];
+    EXPECT_EQ(std::memcmp(runs[0].data(), runs[2].data(), runs[0].size() * 4), 0) << shape[0];
+  }
 }
 
 }  // namespace

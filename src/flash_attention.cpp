@@ -1,0 +1,361 @@
+// Fused attention: softmax(scale Q K^T + masks) V without the q_len x kv_len score matrix.
+//
+// Work unit (one task): a batch b, a KV head hk, and a block of query positions [i0, i0 + BQ)
+// for every query head of hk's group, stacked as rows = group x BQ. The loop over key tiles of
+// BK keys then reads each K/V tile once for the whole group (GQA/MQA read K/V once per group,
+// not per head) and runs, per tile:
+//   S = scale Q K^T           the GEMM kernels (K^T packed per tile: keys are the SIMD lanes;
+//                             few rows use the dot kernel, K read in place)
+//   masks                     only on tiles that are not fully visible, or with bias, mask,
+//                             ALiBi or softcap; invisible tiles are skipped before the GEMM
+//   m_new = max(m, rowmax S); P = exp(S - m_new); l = l exp(m - m_new) + rowsum P
+//   O = O exp(m - m_new) + P V   (the rescale only when the max moved)
+// and at the end O / l, lse = m + log l (a row with no visible key: zeros and -inf).
+//
+// Block sizes: BK = 256 keys and about 64 stacked rows: the S/P tile (64 x 256 x 4 B = 64 KB),
+// a K tile and a V tile (256 x d x 4 B, 64 KB each at d = 64) and the O accumulator stay in a
+// 1-2 MB L2 together.
+//
+// Decode (q_len <= 8): too few query rows to feed the threads, so the keys are split into fixed
+// chunks of kDecodeChunk positions (flash-decoding); each chunk yields (m, l, O) partials merged
+// in chunk order. Chunking depends only on kv_len, never on the thread count: results are
+// bitwise identical for any number of threads, on both paths.
+#include "flash_attention.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "dispatch.hpp"
+#include "error.hpp"
+#include "gemm_driver.hpp"
+#include "scratch.hpp"
+#include "tessera/reference.hpp"
+#include "tessera/softmax.hpp"
+
+namespace tessera::detail {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr int64_t kBK = 256;
+constexpr int64_t kRowsPerTile = 64;
+constexpr int64_t kDecodeChunk = 512;
+constexpr int64_t kDecodeMaxQ = 8;
+
+struct Geometry {
+  const tessera_attention_desc& d;
+  int64_t group;  // query heads per KV head
+  float scale;
+  bool elementwise;  // bias, mask, ALiBi or softcap: every tile needs the per-element pass
+};
+
+int64_t valid_len(const tessera_attention_desc& d, int64_t b) {
+  return d.kv_lens ? d.kv_lens[b] : d.kv_len;
+}
+
+// Position of query i (see tessera_align).
+int64_t position(const tessera_attention_desc& d, int64_t valid, int64_t i) {
+  return d.align == TESSERA_ALIGN_BOTTOM_RIGHT ? i + valid - d.q_len : i;
+}
+
+// Keys [lo, hi) that query position p may see by the structural rules (length, causal, window).
+void visible_range(const tessera_attention_desc& d, int64_t valid, int64_t p, int64_t& lo,
+                   int64_t& hi) {
+  lo = 0;
+  hi = valid;
+  if (d.causal) hi = std::min(hi, p + 1);
+  if (d.window_left >= 0) lo = std::max(lo, p - d.window_left);
+  if (d.window_right >= 0) hi = std::min(hi, p + d.window_right + 1);
+  if (hi < lo) hi = lo;
+}
+
+// Per-task state for `rows` stacked query rows.
+struct TileState {
+  float* qg;  // rows x D, the stacked queries
+  float* s;   // rows x BK, scores then probabilities
+  float* o;   // rows x Dv, the unnormalised output
+  float* m;   // rows
+  float* l;   // rows
+  int* special;  // rows: a +inf score was seen (finished exactly at the end)
+};
+
+// Applies masks and score modifications to the tile S[rows x n] for keys [j0, j0 + n).
+void mask_tile(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t bq, int64_t j0,
+               int64_t n, int64_t valid, const arch::SoftmaxKernels& sk, float* s, int64_t lds) {
+  const tessera_attention_desc& d = g.d;
+  for (int64_t r = 0; r < g.group * bq; ++r) {
+    const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
+    float* row = s + r * lds;
+    if (d.softcap > 0.0f) {
+      sk.affine(n, row, 1.0f / d.softcap, 0.0f, row);
+      sk.tanh(n, row, row);
+      sk.affine(n, row, d.softcap, 0.0f, row);
+    }
+    const int64_t p = position(d, valid, i);
+    int64_t lo, hi;
+    visible_range(d, valid, p, lo, hi);
+    const float slope = d.alibi_slopes ? d.alibi_slopes[h] : 0.0f;
+    const float* bias =
+        d.bias ? d.bias + b * d.bias_stride[0] + h * d.bias_stride[1] + i * d.bias_stride[2] : nullptr;
+    const uint8_t* mask =
+        d.mask ? d.mask + b * d.mask_stride[0] + h * d.mask_stride[1] + i * d.mask_stride[2] : nullptr;
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t j = j0 + c;
+      float x = row[c];
+      if (d.alibi_slopes) x += slope * float(j - p);
+      if (bias) x += bias[j * d.bias_stride[3]];
+      if (j < lo || j >= hi || (mask && mask[j * d.mask_stride[3]] == 0)) x = -kInf;
+      row[c] = x;
+    }
+  }
+}
+
+// The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
+void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
+              int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v,
+              TileState& st) {
+  const tessera_attention_desc& d = g.d;
+  const int64_t rows = g.group * bq, D = d.head_dim, Dv = d.value_dim;
+  const int64_t valid = valid_len(d, b);
+  // The keys any of these rows can see (positions grow with i, so the block's first and last
+  // rows bound the union).
+  int64_t lo_first, hi_first, lo_last, hi_last;
+  visible_range(d, valid, position(d, valid, i0), lo_first, hi_first);
+  visible_range(d, valid, position(d, valid, i0 + bq - 1), lo_last, hi_last);
+  const int64_t lo = std::max(kb, std::min(lo_first, lo_last));
+  const int64_t hi = std::min(ke, std::max(hi_first, hi_last));
+  const float* kbase = k + b * d.k_stride[0] + hk * d.k_stride[1];
+  const float* vbase = v + b * d.v_stride[0] + hk * d.v_stride[1];
+  const arch::SoftmaxKernels& sk = kt.softmax;
+
+  for (int64_t j0 = lo; j0 < hi; j0 += kBK) {
+    const int64_t n = std::min(kBK, hi - j0);
+    // S = scale Q K^T for this tile.
+    GemmProblem sp;
+    sp.tb = true;
+    sp.m = rows, sp.n = n, sp.k = D;
+    sp.alpha = g.scale;
+    sp.a = st.qg, sp.lda = D;
+    sp.b = kbase + j0 * d.k_stride[2], sp.ldb = d.k_stride[2];
+    sp.c = st.s, sp.ldc = kBK;
+    gemm_run(kt.gemm, sp, /*parallel=*/false);
+    // A tile every row sees whole needs no per-element pass.
+    const bool whole = j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
+    if (g.elementwise || !whole) mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, st.s, kBK);
+
+    for (int64_t r = 0; r < rows; ++r) {
+      float* srow = st.s + r * kBK;
+      const float tile_max = sk.max(n, srow);
+      const float m_old = st.m[r];
+      const float m_new = std::isnan(tile_max) ? m_old : std::max(m_old, tile_max);
+      if (m_new == kInf) st.special[r] = 1;
+      if (m_new == -kInf || m_new == kInf) {  // nothing visible yet, or a special row
+        std::memset(srow, 0, sizeof(float) * n);
+        continue;
+      }
+      const float sum = sk.exp_sum(n, srow, 1.0f, m_new, srow);
+      if (m_new > m_old) {  // rescale what was accumulated against the old max
+        const float c = m_old == -kInf ? 0.0f : std::exp(m_old - m_new);
+        st.l[r] *= c;
+        sk.affine(Dv, st.o + r * Dv, c, 0.0f, st.o + r * Dv);
+      }
+      st.l[r] += sum;
+      st.m[r] = m_new;
+    }
+    // O += P V.
+    GemmProblem pv;
+    pv.m = rows, pv.n = Dv, pv.k = n;
+    pv.a = st.s, pv.lda = kBK;
+    pv.b = vbase + j0 * d.v_stride[2], pv.ldb = d.v_stride[2];
+    pv.beta = 1.0f;
+    pv.c = st.o, pv.ldc = Dv;
+    gemm_run(kt.gemm, pv, /*parallel=*/false);
+  }
+}
+
+// Carves a task's state out of this thread's scratch; nullptr state on allocation failure.
+bool make_state(const tessera_attention_desc& d, int64_t rows, TileState& st) {
+  const int64_t D = d.head_dim, Dv = d.value_dim;
+  const size_t floats = size_t(rows * D + rows * kBK + rows * Dv + 3 * rows + 64);
+  float* base = thread_scratch(ScratchSlot::attention).floats(floats);
+  if (!base) return false;
+  st.qg = base;
+  st.s = st.qg + rows * D;
+  st.o = st.s + rows * kBK;
+  st.m = st.o + rows * Dv;
+  st.l = st.m + rows;
+  st.special = reinterpret_cast<int*>(st.l + rows);
+  for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0;
+  std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
+  return true;
+}
+
+void load_queries(const tessera_attention_desc& d, const Geometry& g, const float* q, int64_t b,
+                  int64_t hk, int64_t i0, int64_t bq, float* qg) {
+  for (int64_t r = 0; r < g.group * bq; ++r) {
+    const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
+    std::memcpy(qg + r * d.head_dim, q + b * d.q_stride[0] + h * d.q_stride[1] + i * d.q_stride[2],
+                sizeof(float) * size_t(d.head_dim));
+  }
+}
+
+// O / l and lse for every row of a finished task.
+void finish_rows(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t bq,
+                 const TileState& st, const float* q, const float* k, const float* v, float* o) {
+  const tessera_attention_desc& d = g.d;
+  const int64_t Dv = d.value_dim;
+  for (int64_t r = 0; r < g.group * bq; ++r) {
+    const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
+    float* orow = o + b * d.o_stride[0] + h * d.o_stride[1] + i * d.o_stride[2];
+    float* lse = d.lse ? d.lse + (b * d.q_heads + h) * d.q_len + i : nullptr;
+    if (st.special[r]) {
+      attention_row_exact(d, b, h, i, q, k, v, orow, lse);
+      continue;
+    }
+    const float l = st.l[r];
+    if (l > 0.0f || std::isnan(l)) {
+      const float inv = 1.0f / l;
+      for (int64_t c = 0; c < Dv; ++c) orow[c] = st.o[r * Dv + c] * inv;
+      if (lse) *lse = st.m[r] + std::log(l);
+    } else {
+      for (int64_t c = 0; c < Dv; ++c) orow[c] = 0.0f;
+      if (lse) *lse = -kInf;
+    }
+  }
+}
+
+Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
+               const float* v, float* o) {
+  const tessera_attention_desc& d = g.d;
+  const int64_t bq = std::max<int64_t>(1, kRowsPerTile / g.group);
+  const int64_t q_blocks = (d.q_len + bq - 1) / bq;
+  const int64_t tasks = d.batch * d.kv_heads * q_blocks;
+  std::atomic<bool> oom{false};
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks, 1), [&](const tbb::blocked_range<int64_t>& r) {
+      for (int64_t t = r.begin(); t < r.end(); ++t) {
+        // Latest query blocks first: under causal masks they are the longest tasks.
+        const int64_t qb = q_blocks - 1 - t % q_blocks;
+        const int64_t hk = (t / q_blocks) % d.kv_heads, b = t / (q_blocks * d.kv_heads);
+        const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
+        TileState st;
+        if (!make_state(d, g.group * n, st)) {
+          oom = true;
+          return;
+        }
+        load_queries(d, g, q, b, hk, i0, n, st.qg);
+        key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
+        finish_rows(g, b, hk, i0, n, st, q, k, v, o);
+      }
+    }, tbb::simple_partitioner());
+  });
+  return oom ? fail(Status::out_of_memory, "cannot allocate the attention tile state")
+             : Status::ok;
+}
+
+Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
+              const float* v, float* o) {
+  const tessera_attention_desc& d = g.d;
+  const int64_t rows = g.group * d.q_len, Dv = d.value_dim;
+  const int64_t chunks = std::max<int64_t>(1, (d.kv_len + kDecodeChunk - 1) / kDecodeChunk);
+  const int64_t units = d.batch * d.kv_heads;
+  // Partials per (unit, chunk): rows x (m, l, special, O[Dv]).
+  const int64_t stride = rows * (3 + Dv);
+  std::vector<float> partial(size_t(units * chunks * stride));
+  std::atomic<bool> oom{false};
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, units * chunks, 1), [&](const tbb::blocked_range<int64_t>& r) {
+      for (int64_t t = r.begin(); t < r.end(); ++t) {
+        const int64_t unit = t / chunks, c = t % chunks;
+        const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
+        TileState st;
+        if (!make_state(d, rows, st)) {
+          oom = true;
+          return;
+        }
+        load_queries(d, g, q, b, hk, 0, d.q_len, st.qg);
+        key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk, std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
+        float* out = partial.data() + t * stride;
+        for (int64_t i = 0; i < rows; ++i) {
+          out[i * (3 + Dv)] = st.m[i];
+          out[i * (3 + Dv) + 1] = st.l[i];
+          out[i * (3 + Dv) + 2] = float(st.special[i]);
+          std::memcpy(out + i * (3 + Dv) + 3, st.o + i * Dv, sizeof(float) * size_t(Dv));
+        }
+      }
+    }, tbb::simple_partitioner());
+  });
+  if (oom) return fail(Status::out_of_memory, "cannot allocate the attention tile state");
+  // Merge the chunks of each unit in chunk order.
+  tbb::parallel_for(int64_t(0), units, [&](int64_t unit) {
+    const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
+    const auto nrows = static_cast<size_t>(rows);
+    std::vector<float> o_acc(nrows * static_cast<size_t>(Dv));
+    std::vector<OnlineSoftmaxState> state(nrows);
+    std::vector<int> special(nrows, 0);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const float* part = partial.data() + (unit * chunks + c) * stride;
+      for (int64_t i = 0; i < rows; ++i) {
+        OnlineSoftmaxState s;
+        s.max = part[i * (3 + Dv)];
+        s.sum = part[i * (3 + Dv) + 1];
+        special[size_t(i)] |= part[i * (3 + Dv) + 2] != 0.0f;
+        if (c == 0) {
+          state[size_t(i)] = s;
+          std::memcpy(o_acc.data() + i * Dv, part + i * (3 + Dv) + 3, sizeof(float) * size_t(Dv));
+        } else {
+          merge_partial_output(state[size_t(i)], o_acc.data() + i * Dv, s, part + i * (3 + Dv) + 3, Dv);
+        }
+      }
+    }
+    TileState st;
+    std::vector<float> m(nrows), l(nrows);
+    for (int64_t i = 0; i < rows; ++i) m[size_t(i)] = state[size_t(i)].max, l[size_t(i)] = state[size_t(i)].sum;
+    st.o = o_acc.data(), st.m = m.data(), st.l = l.data(), st.special = special.data();
+    finish_rows(g, b, hk, 0, d.q_len, st, q, k, v, o);
+  });
+  return Status::ok;
+}
+
+}  // namespace
+
+void attention_row_exact(const tessera_attention_desc& d, int64_t b, int64_t h, int64_t i,
+                         const float* q, const float* k, const float* v, float* o_row,
+                         float* lse) {
+  // The reference on the (b, h) slice: every tensor pointer moved to that slice, so the slice is
+  // batch 0, head 0 of a one-head problem (q_len is kept: bottom-right positions depend on it).
+  const int64_t hk = h / (d.q_heads / d.kv_heads);
+  tessera_attention_desc r = d;
+  r.batch = r.q_heads = r.kv_heads = 1;
+  r.kv_lens = d.kv_lens ? d.kv_lens + b : nullptr;
+  r.alibi_slopes = d.alibi_slopes ? d.alibi_slopes + h : nullptr;
+  r.bias = d.bias ? d.bias + b * d.bias_stride[0] + h * d.bias_stride[1] : nullptr;
+  r.mask = d.mask ? d.mask + b * d.mask_stride[0] + h * d.mask_stride[1] : nullptr;
+  std::vector<float> out(size_t(d.q_len * d.value_dim)), l(size_t(d.q_len));
+  r.o_stride[0] = r.o_stride[1] = d.q_len * d.value_dim, r.o_stride[2] = d.value_dim;
+  r.lse = l.data();
+  reference::attention(r, q + b * d.q_stride[0] + h * d.q_stride[1],
+                       k + b * d.k_stride[0] + hk * d.k_stride[1],
+                       v + b * d.v_stride[0] + hk * d.v_stride[1], out.data());
+  std::memcpy(o_row, out.data() + i * d.value_dim, sizeof(float) * size_t(d.value_dim));
+  if (lse) *lse = l[size_t(i)];
+}
+
+Status flash_attention(const tessera_attention_desc& d, const float* q, const float* k,
+                       const float* v, float* o) {
+  const arch::KernelTable& kt = active_table();
+  Geometry g{d, d.q_heads / d.kv_heads,
+             d.scale != 0.0f ? d.scale : 1.0f / std::sqrt(float(d.head_dim)),
+             d.bias != nullptr || d.mask != nullptr || d.alibi_slopes != nullptr || d.softcap > 0.0f};
+  if (d.q_len <= kDecodeMaxQ && d.kv_len > kDecodeChunk) return decode(g, kt, q, k, v, o);
+  return prefill(g, kt, q, k, v, o);
+}
+
+}  // namespace tessera::detail
