@@ -19,11 +19,15 @@ struct Problem {
 
 std::vector<Problem> problems() {
   std::vector<Problem> out;
-  for (int64_t L : {256, 512, 1024})
+  for (int64_t L : {256, 512, 1024, 2048, 4096})
     for (int64_t d : {64, 128})
       for (bool causal : {false, true}) out.push_back({"self", 8, 8, L, L, d, causal});
   out.push_back({"cross", 8, 8, 128, 4096, 128, false});
-  out.push_back({"decode", 32, 32, 1, 4096, 128, false});
+  out.push_back({"gqa", 32, 8, 2048, 2048, 128, true});
+  out.push_back({"gqa-repeated", 32, 32, 2048, 2048, 128, true});
+  for (int64_t kv : {512, 4096, 32768}) out.push_back({"decode", 32, 32, 1, kv, 128, false});
+  out.push_back({"decode-gqa", 32, 8, 1, 4096, 128, false});
+  out.push_back({"decode-gqa-repeated", 32, 32, 1, 4096, 128, false});
   return out;
 }
 
@@ -60,11 +64,13 @@ void register_problem(const Problem& p, int threads) {
       tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data());
       benchmark::DoNotOptimize(t.o.data());
     });
+    // Bytes of K and V that must be read (the decode rows compare them with the read ceiling).
     set_rates(state, flops_of(p), 4.0 * p.kv_heads * p.kv_len * p.d * 2);
     set_peak_fraction(state, flops_of(p), threads);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 
   // Unfused: S = scale Q K^T (materialised), causal mask written into S, softmax, O = P V.
+  if (std::string(p.label).find("repeated") != std::string::npos) return;
   benchmark::RegisterBenchmark(name_of(p, "unfused", threads).c_str(), [p, threads](benchmark::State& state) {
     Tensors t(p);
     std::vector<float> s(size_t(p.q_len * p.kv_len));
