@@ -1,6 +1,9 @@
 // Attention: the fused kernel next to the naive unfused composition of Tessera's own sgemm and
 // softmax (score matrix materialised), batch 1, fp32, on 1 and all threads. FLOP/s counts
 // 4 q_len kv_len d (halved for causal); peak% is against the measured FMA peak.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
+
 #include <string>
 
 #include "harness.hpp"
@@ -101,7 +104,34 @@ void register_problem(const Problem& p, int threads) {
 
 }  // namespace
 
+// The read ceiling the decode rows are measured against: one pass over as many bytes as K and V
+// of the 32K-key decode (1 GiB, far beyond any cache), split over the threads.
+void register_read_ceiling(int threads) {
+  const int64_t floats = int64_t(32) * 32768 * 128 * 2;
+  const std::string name = "attention/memory-read/bytes:" + std::to_string(floats * 4) +
+                           "/threads:" + std::to_string(threads);
+  benchmark::RegisterBenchmark(name.c_str(), [floats, threads](benchmark::State& state) {
+    std::vector<float> x(size_t(floats), 1.0f);
+    run_in_arena(state, threads, [&] {
+      const double total = tbb::parallel_reduce(
+          tbb::blocked_range<int64_t>(0, floats, 1 << 16), 0.0,
+          [&](const tbb::blocked_range<int64_t>& r, double acc) {
+            float s[8] = {};
+            for (int64_t i = r.begin(); i + 8 <= r.end(); i += 8)
+              for (int u = 0; u < 8; ++u) s[u] += x[size_t(i + u)];
+            for (float v : s) acc += v;
+            return acc;
+          },
+          [](double a, double b) { return a + b; });
+      benchmark::DoNotOptimize(total);
+    });
+    set_rates(state, 0, 4.0 * double(floats));
+  })->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+
 void register_attention() {
+  for (int t : thread_counts()) register_read_ceiling(t);
   for (const Problem& p : problems())
     for (int t : thread_counts()) register_problem(p, t);
 }
