@@ -123,16 +123,20 @@ TEST(Transcendental, ExpSpecialValues) {
 }
 
 TEST(Transcendental, TanhWithinTwoUlpEverywhere) {
-  std::vector<ArrayFn> fns;
-  for (auto* t : tables()) fns.push_back(t->softmax.tanh);
-  auto ref = [](double v) { return std::tanh(v); };
-  const float big = std::numeric_limits<float>::max();
-  auto neg = sweep(fns, -big, -std::numeric_limits<float>::denorm_min(), kPoints / 2, ref);
-  auto pos = sweep(fns, std::numeric_limits<float>::denorm_min(), big, kPoints / 2, ref);
-  for (size_t i = 0; i < neg.size(); ++i)
-    if (pos[i].ulp > neg[i].ulp) neg[i] = pos[i];
-  print_table("tanh", "all finite floats", neg);
-  for (size_t i = 0; i < neg.size(); ++i) EXPECT_LE(neg[i].ulp, 2.0) << tables()[i]->name << " at " << neg[i].x;
+  // ARMv7 Advanced SIMD flushes subnormal inputs and results to zero (architecturally, not a
+  // mode), so on neon32 the sweep starts at FLT_MIN; everywhere else at the smallest subnormal.
+  for (auto* t : tables()) {
+    const bool ftz = std::strcmp(t->name, "neon32") == 0;
+    const float tiny = ftz ? std::numeric_limits<float>::min() : std::numeric_limits<float>::denorm_min();
+    const float big = std::numeric_limits<float>::max();
+    auto ref = [](double v) { return std::tanh(v); };
+    auto neg = sweep({t->softmax.tanh}, -big, -tiny, kPoints / 2, ref);
+    auto pos = sweep({t->softmax.tanh}, tiny, big, kPoints / 2, ref);
+    const Worst w = pos[0].ulp > neg[0].ulp ? pos[0] : neg[0];
+    std::printf("ULP table: tanh on all finite floats from %g (%" PRId64 " points)\n  %-7s max %.3f ulp at x = %.9g\n",
+                double(tiny), kPoints, t->name, w.ulp, double(w.x));
+    EXPECT_LE(w.ulp, 2.0) << t->name << " at " << w.x;
+  }
   for (auto* t : tables()) {
     const float x[] = {0.0f, -0.0f, tt::kInf, -tt::kInf, tt::kNaN, 20.0f, -20.0f};
     float y[7];

@@ -23,15 +23,16 @@ void gemm_ukernel_packed_neon64_lane(int64_t kc, const float* a, const float* b,
                                      int64_t ldc, int64_t nr, float alpha, float beta) {
   static_assert(R % 4 == 0, "lane kernel needs whole groups of 4 rows");
   using B = xsimd::batch<float, xsimd::neon64>;
+  prefetch_c<R, NV, 4>(c, ldc);
   float32x4_t acc[R][NV];
-  for (int i = 0; i < R; ++i)
-    for (int v = 0; v < NV; ++v) acc[i][v] = vdupq_n_f32(0.0f);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i)
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = vdupq_n_f32(0.0f);
   for (int64_t p = 0; p < kc; ++p, a += MR, b += NV * 4) {
     float32x4_t bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = vld1q_f32(b + 4 * v);
-    for (int g = 0; g < R / 4; ++g) {
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = vld1q_f32(b + 4 * v);
+    TESSERA_UNROLL for (int g = 0; g < R / 4; ++g) {
       const float32x4_t av = vld1q_f32(a + 4 * g);
-      for (int v = 0; v < NV; ++v) {
+      TESSERA_UNROLL for (int v = 0; v < NV; ++v) {
         acc[4 * g + 0][v] = vfmaq_laneq_f32(acc[4 * g + 0][v], bv[v], av, 0);
         acc[4 * g + 1][v] = vfmaq_laneq_f32(acc[4 * g + 1][v], bv[v], av, 1);
         acc[4 * g + 2][v] = vfmaq_laneq_f32(acc[4 * g + 2][v], bv[v], av, 2);
@@ -40,8 +41,8 @@ void gemm_ukernel_packed_neon64_lane(int64_t kc, const float* a, const float* b,
     }
   }
   B out[R][NV];
-  for (int i = 0; i < R; ++i)
-    for (int v = 0; v < NV; ++v) out[i][v] = B(acc[i][v]);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i)
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) out[i][v] = B(acc[i][v]);
   store_tile<xsimd::neon64, R, NV>(out, c, ldc, nr, alpha, beta);
 }
 

@@ -1,11 +1,14 @@
-// The neon32 kernel table: every template kernel instantiated for xsimd::neon.
-// Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
+// The neon32 kernel table (ARMv7-A, NEON + VFPv4): every template kernel instantiated for
+// xsimd::neon, with the load-and-replicate micro-kernel for packed panels.
 #include "../common/table.hpp"
+#include "gemm_ukernel_neon32.hpp"
 
 namespace tessera::arch {
 
 const KernelTable& neon32_table() {
-  static const KernelTable table = make_table<xsimd::neon, kNeon32Gemm>("neon32");
+  static const KernelTable table =
+      make_table<xsimd::neon, kNeon32Gemm, Neon32PackedKernel<kNeon32Gemm.mr, kNeon32Gemm.nv>>(
+          "neon32");
   return table;
 }
 
