@@ -37,7 +37,6 @@
 
 #include "dispatch.hpp"
 #include "error.hpp"
-#include "gemm_driver.hpp"
 #include "scratch.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/softmax.hpp"
@@ -81,6 +80,9 @@ void visible_range(const tessera_attention_desc& d, int64_t valid, int64_t p, in
 // Per-task state for `rows` stacked query rows.
 struct TileState {
   float* qg;  // rows x D, the stacked queries
+  float* qp;  // the same, packed once into MR-row panels (the S GEMM's A operand)
+  float* kp;  // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
+  float* vp;  // a partial last V panel, zero-padded to NR columns
   float* s;   // rows x BK, scores then probabilities
   float* o;   // rows x Dv, the unnormalised output
   float* m;   // rows
@@ -137,17 +139,34 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   const float* vbase = v + b * d.v_stride[0] + hk * d.v_stride[1];
   const arch::SoftmaxKernels& sk = kt.softmax;
 
+  const arch::GemmKernels& gk = kt.gemm;
+  const int64_t MR = gk.mr, NR = gk.nr;
   for (int64_t j0 = lo; j0 < hi; j0 += kBK) {
     const int64_t n = std::min(kBK, hi - j0);
-    // S = scale Q K^T for this tile.
-    GemmProblem sp;
-    sp.tb = true;
-    sp.m = rows, sp.n = n, sp.k = D;
-    sp.alpha = g.scale;
-    sp.a = st.qg, sp.lda = D;
-    sp.b = kbase + j0 * d.k_stride[2], sp.ldb = d.k_stride[2];
-    sp.c = st.s, sp.ldc = kBK;
-    gemm_run(kt.gemm, sp, /*parallel=*/false);
+    // S = scale Q K^T: K^T packed per tile, Q packed once per task; a K panel stays in L1
+    // while every Q panel passes it.
+    const float* ktile = kbase + j0 * d.k_stride[2];
+    if (rows <= 2 * gk.dot_rows) {
+      // Few rows (decode): dot products along d, K read in place, once.
+      const int64_t R = gk.dot_rows, J = gk.dot_cols, ldk = d.k_stride[2];
+      for (int64_t i = 0; i < rows; i += R) {
+        const int64_t r = std::min(R, rows - i);
+        int64_t j = 0;
+        for (; j + J <= n; j += J)
+          gk.dot[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale, 0.0f);
+        for (; j < n; ++j)
+          gk.dot1[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale, 0.0f);
+      }
+    } else {
+      gk.pack_b(true, D, n, ktile, d.k_stride[2], st.kp);
+      for (int64_t q = 0; q * NR < n; ++q) {
+        const int64_t nr = std::min(NR, n - q * NR);
+        for (int64_t ir = 0; ir < rows; ir += MR) {
+          gk.packed[std::min(MR, rows - ir)](D, st.qp + ir * D, st.kp + q * NR * D,
+                                             st.s + ir * kBK + q * NR, kBK, nr, g.scale, 0.0f);
+        }
+      }
+    }
     // A tile every row sees whole needs no per-element pass.
     const bool whole = j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
     if (g.elementwise || !whole) mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, st.s, kBK);
@@ -171,29 +190,46 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       st.l[r] += sum;
       st.m[r] = m_new;
     }
-    // O += P V.
-    GemmProblem pv;
-    pv.m = rows, pv.n = Dv, pv.k = n;
-    pv.a = st.s, pv.lda = kBK;
-    pv.b = vbase + j0 * d.v_stride[2], pv.ldb = d.v_stride[2];
-    pv.beta = 1.0f;
-    pv.c = st.o, pv.ldc = Dv;
-    gemm_run(kt.gemm, pv, /*parallel=*/false);
+    // O += P V, both read in place (P rows through the strided kernel, V rows as B panels);
+    // only a partial last V panel is padded.
+    for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
+      const int64_t nr = std::min(NR, Dv - c0);
+      const float* vsrc = vbase + j0 * d.v_stride[2] + c0;
+      const float* b = vsrc;
+      int64_t ldb = d.v_stride[2];
+      if (nr < NR) {
+        gk.pack_b(false, n, nr, vsrc, d.v_stride[2], st.vp);
+        b = st.vp, ldb = NR;
+      }
+      for (int64_t ir = 0; ir < rows; ir += MR) {
+        gk.strided[std::min(MR, rows - ir)](n, st.s + ir * kBK, kBK, 1, b, ldb,
+                                            st.o + ir * Dv + c0, Dv, nr, 1.0f, 1.0f);
+      }
+    }
   }
 }
 
 // Carves a task's state out of this thread's scratch; nullptr state on allocation failure.
-bool make_state(const tessera_attention_desc& d, int64_t rows, TileState& st) {
-  const int64_t D = d.head_dim, Dv = d.value_dim;
-  const size_t floats = size_t(rows * D + rows * kBK + rows * Dv + 3 * rows + 64);
-  float* base = thread_scratch(ScratchSlot::attention).floats(floats);
-  if (!base) return false;
-  st.qg = base;
-  st.s = st.qg + rows * D;
-  st.o = st.s + rows * kBK;
-  st.m = st.o + rows * Dv;
-  st.l = st.m + rows;
-  st.special = reinterpret_cast<int*>(st.l + rows);
+bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, int64_t rows,
+                TileState& st) {
+  const int64_t D = d.head_dim, Dv = d.value_dim, MR = gk.mr, NR = gk.nr;
+  const int64_t panels_rows = (rows + MR - 1) / MR * MR;
+  const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
+  // Each buffer rounded to 16 floats so every one starts 64-byte aligned.
+  auto r16 = [](int64_t f) { return (f + 15) / 16 * 16; };
+  const int64_t sizes[] = {r16(rows * D), r16(panels_rows * D), r16(D * bk_padded),
+                           r16(kBK * NR), r16(rows * kBK), r16(rows * Dv), r16(rows), r16(rows),
+                           r16(rows)};
+  int64_t total = 0;
+  for (int64_t z : sizes) total += z;
+  float* p = thread_scratch(ScratchSlot::attention).floats(size_t(total));
+  if (!p) return false;
+  float** slots[] = {&st.qg, &st.qp, &st.kp, &st.vp, &st.s, &st.o, &st.m, &st.l};
+  for (int i = 0; i < 8; ++i) {
+    *slots[i] = p;
+    p += sizes[i];
+  }
+  st.special = reinterpret_cast<int*>(p);
   for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0;
   std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
   return true;
@@ -248,11 +284,12 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
         const int64_t hk = (t / q_blocks) % d.kv_heads, b = t / (q_blocks * d.kv_heads);
         const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
         TileState st;
-        if (!make_state(d, g.group * n, st)) {
+        if (!make_state(d, kt.gemm, g.group * n, st)) {
           oom = true;
           return;
         }
         load_queries(d, g, q, b, hk, i0, n, st.qg);
+        kt.gemm.pack_a(false, g.group * n, d.head_dim, st.qg, d.head_dim, st.qp);
         key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
         finish_rows(g, b, hk, i0, n, st, q, k, v, o);
       }
@@ -278,11 +315,12 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
         const int64_t unit = t / chunks, c = t % chunks;
         const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
         TileState st;
-        if (!make_state(d, rows, st)) {
+        if (!make_state(d, kt.gemm, rows, st)) {
           oom = true;
           return;
         }
         load_queries(d, g, q, b, hk, 0, d.q_len, st.qg);
+        kt.gemm.pack_a(false, rows, d.head_dim, st.qg, d.head_dim, st.qp);
         key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk, std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
         float* out = partial.data() + t * stride;
         for (int64_t i = 0; i < rows; ++i) {
