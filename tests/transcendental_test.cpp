@@ -2,7 +2,7 @@
 //
 // The points are float bit patterns taken at a fixed stride through the whole range (so every
 // binade is sampled in proportion to its size, as an exhaustive sweep would weigh it): 10^8
-// natively, 2^21 under qemu. Errors are measured against the correctly rounded result (double
+// natively, 2^21 under qemu, 2^22 in sanitizer builds (tests/CMakeLists.txt). Errors are measured against the correctly rounded result (double
 // precision, then rounded), so a 1-ulp library exp would count as at most 1 ulp here too.
 #include <cinttypes>
 #include <cmath>
@@ -17,11 +17,7 @@
 
 namespace {
 
-#ifdef TESSERA_TEST_EMULATED
-constexpr int64_t kPoints = int64_t(1) << 21;
-#else
-constexpr int64_t kPoints = 100'000'000;
-#endif
+constexpr int64_t kPoints = TESSERA_ULP_POINTS;  // set by tests/CMakeLists.txt
 
 float from_bits(uint32_t u) {
   float f;
