@@ -49,7 +49,7 @@ inline void reduce_lanes(xsimd::batch<float, Arch> m, xsimd::batch<float, Arch> 
   }
   if (nan) mx = std::numeric_limits<float>::quiet_NaN();
   *out_max = mx;
-  *out_sum = xsimd::hadd(s * exp_vec<Arch>(minus_max(m, B(mx))));
+  *out_sum = xsimd::hadd(s * exp_vec_nonpositive<Arch>(minus_max(m, B(mx))));
 }
 
 // Loads x[i, i + W) scaled, or the tail padded with -inf (no mass).
@@ -78,15 +78,18 @@ void softmax_stats_online(int64_t n, const float* x, float scale, float* out_max
     for (int u = 0; u < kBlock; ++u) v[u] = B::load_unaligned(x + i + u * W) * B(scale);
     B bmax = xsimd::max(xsimd::max(v[0], v[1]), xsimd::max(v[2], v[3]));
     const B m_new = xsimd::max(m, bmax);
-    B e = exp_vec<Arch>(minus_max(v[0], m_new)) + exp_vec<Arch>(minus_max(v[1], m_new));
-    e += exp_vec<Arch>(minus_max(v[2], m_new)) + exp_vec<Arch>(minus_max(v[3], m_new));
-    s = xsimd::fma(s, exp_vec<Arch>(minus_max(m, m_new)), e);
+    B e = exp_vec_nonpositive<Arch>(minus_max(v[0], m_new)) +
+          exp_vec_nonpositive<Arch>(minus_max(v[1], m_new));
+    e += exp_vec_nonpositive<Arch>(minus_max(v[2], m_new)) +
+         exp_vec_nonpositive<Arch>(minus_max(v[3], m_new));
+    s = xsimd::fma(s, exp_vec_nonpositive<Arch>(minus_max(m, m_new)), e);
     m = m_new;
   }
   for (; i < n; i += W) {
     const B v = load_scaled<Arch>(x, i, n, scale);
     const B m_new = xsimd::max(m, v);
-    s = xsimd::fma(s, exp_vec<Arch>(minus_max(m, m_new)), exp_vec<Arch>(minus_max(v, m_new)));
+    s = xsimd::fma(s, exp_vec_nonpositive<Arch>(minus_max(m, m_new)),
+                   exp_vec_nonpositive<Arch>(minus_max(v, m_new)));
     m = m_new;
   }
   reduce_lanes<Arch>(m, s, out_max, out_sum);
@@ -112,6 +115,7 @@ float row_max(int64_t n, const float* x) {
 }
 
 // sum_j exp(scale x_j - shift), storing the terms in y when y is not null (y may equal x).
+// shift is the row's max, so every argument is <= 0 (up to one rounding): exp_vec_nonpositive.
 template <class Arch>
 float exp_sum(int64_t n, const float* x, float scale, float shift, float* y) {
   using B = xsimd::batch<float, Arch>;
@@ -120,8 +124,8 @@ float exp_sum(int64_t n, const float* x, float scale, float shift, float* y) {
   const B vs(scale), vm(-shift);
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
-    const B e0 = exp_vec<Arch>(xsimd::fma(B::load_unaligned(x + i), vs, vm));
-    const B e1 = exp_vec<Arch>(xsimd::fma(B::load_unaligned(x + i + W), vs, vm));
+    const B e0 = exp_vec_nonpositive<Arch>(xsimd::fma(B::load_unaligned(x + i), vs, vm));
+    const B e1 = exp_vec_nonpositive<Arch>(xsimd::fma(B::load_unaligned(x + i + W), vs, vm));
     if (y) {
       e0.store_unaligned(y + i);
       e1.store_unaligned(y + i + W);
@@ -133,7 +137,7 @@ float exp_sum(int64_t n, const float* x, float scale, float shift, float* y) {
     alignas(64) float buf[W];
     const int64_t len = n - i < W ? n - i : W;
     for (int64_t j = 0; j < W; ++j) buf[j] = j < len ? x[i + j] * scale - shift : softmax_detail::kNegInf;
-    const B e = exp_vec<Arch>(B::load_aligned(buf));
+    const B e = exp_vec_nonpositive<Arch>(B::load_aligned(buf));
     e.store_aligned(buf);
     if (y)
       for (int64_t j = 0; j < len; ++j) y[i + j] = buf[j];
@@ -150,11 +154,12 @@ void exp_scale(int64_t n, const float* x, float scale, float shift, float mul, f
   const B vs(scale), vm(-shift), vmul(mul);
   int64_t i = 0;
   for (; i + W <= n; i += W)
-    (exp_vec<Arch>(xsimd::fma(B::load_unaligned(x + i), vs, vm)) * vmul).store_unaligned(y + i);
+    (exp_vec_nonpositive<Arch>(xsimd::fma(B::load_unaligned(x + i), vs, vm)) * vmul)
+        .store_unaligned(y + i);
   for (; i < n; ++i) {
     alignas(64) float buf[W] = {};
     buf[0] = x[i] * scale - shift;
-    y[i] = (exp_vec<Arch>(B::load_aligned(buf)) * vmul).get(0);
+    y[i] = (exp_vec_nonpositive<Arch>(B::load_aligned(buf)) * vmul).get(0);
   }
 }
 
