@@ -34,12 +34,16 @@ typedef enum tessera_status {
   TESSERA_UNSUPPORTED = 2,
   TESSERA_OUT_OF_MEMORY = 3,
   TESSERA_INTERNAL = 4,
-  TESSERA_STATUS_MAX_ENUM = 0x7FFFFFFF /* any int is a valid value: checks can reject it */
+  /* The MIN/MAX members make every int32 value a valid value of the type (in C++ too), so a
+   * wrong value from a C caller is rejected by the checks instead of being undefined. */
+  TESSERA_STATUS_MIN_ENUM = -0x7FFFFFFF - 1,
+  TESSERA_STATUS_MAX_ENUM = 0x7FFFFFFF
 } tessera_status;
 
 typedef enum tessera_transpose {
   TESSERA_NO_TRANS = 0,
   TESSERA_TRANS = 1,
+  TESSERA_TRANSPOSE_MIN_ENUM = -0x7FFFFFFF - 1,
   TESSERA_TRANSPOSE_MAX_ENUM = 0x7FFFFFFF
 } tessera_transpose;
 
@@ -47,6 +51,7 @@ typedef enum tessera_transpose {
 typedef enum tessera_align {
   TESSERA_ALIGN_TOP_LEFT = 0,    /* position i (PyTorch is_causal) */
   TESSERA_ALIGN_BOTTOM_RIGHT = 1, /* position i + valid_kv_len - q_len (KV-cache decoding) */
+  TESSERA_ALIGN_MIN_ENUM = -0x7FFFFFFF - 1,
   TESSERA_ALIGN_MAX_ENUM = 0x7FFFFFFF
 } tessera_align;
 
