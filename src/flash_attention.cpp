@@ -195,14 +195,14 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
       const int64_t nr = std::min(NR, Dv - c0);
       const float* vsrc = vbase + j0 * d.v_stride[2] + c0;
-      const float* b = vsrc;
-      int64_t ldb = d.v_stride[2];
+      const float* vpanel = vsrc;
+      int64_t ldv = d.v_stride[2];
       if (nr < NR) {
         gk.pack_b(false, n, nr, vsrc, d.v_stride[2], st.vp);
-        b = st.vp, ldb = NR;
+        vpanel = st.vp, ldv = NR;
       }
       for (int64_t ir = 0; ir < rows; ir += MR) {
-        gk.strided[std::min(MR, rows - ir)](n, st.s + ir * kBK, kBK, 1, b, ldb,
+        gk.strided[std::min(MR, rows - ir)](n, st.s + ir * kBK, kBK, 1, vpanel, ldv,
                                             st.o + ir * Dv + c0, Dv, nr, 1.0f, 1.0f);
       }
     }

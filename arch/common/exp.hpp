@@ -27,11 +27,16 @@ namespace exp_detail {
 constexpr float kMaxX = 88.7228394f;
 constexpr float kMinX = -87.3365448f;
 
-// p 2^n for x in [kMinX, 88.38] (n <= 127); returns n through n_out for the callers that handle
-// n = 128. Lanes outside that range compute garbage, replaced by the callers' selects.
 template <class Arch>
-inline xsimd::batch<float, Arch> exp_core(xsimd::batch<float, Arch> x,
-                                          xsimd::batch<float, Arch>& n_out) {
+struct ExpParts {
+  xsimd::batch<float, Arch> y;  // p 2^min(n, 127)
+  xsimd::batch<float, Arch> n;  // n = round(x log2 e)
+};
+
+// p 2^n for x in [kMinX, 88.38] (n <= 127), and n for the callers that handle n = 128. Lanes
+// outside that range compute garbage, replaced by the callers' selects.
+template <class Arch>
+inline ExpParts<Arch> exp_core(xsimd::batch<float, Arch> x) {
   using B = xsimd::batch<float, Arch>;
   using I = xsimd::batch<int32_t, Arch>;
   constexpr float kLog2e = 1.44269504088896341f;
@@ -58,8 +63,7 @@ inline xsimd::batch<float, Arch> exp_core(xsimd::batch<float, Arch> x,
 
   // 2^n from the exponent field, n capped at 127 (callers handle n = 128).
   const I biased = xsimd::min(xsimd::bitwise_cast<I>(t) + I(127 - kMagicBits), I(127 + 127));
-  n_out = n;
-  return p * xsimd::bitwise_cast<B>(biased << 23);
+  return {p * xsimd::bitwise_cast<B>(biased << 23), n};
 }
 
 }  // namespace exp_detail
@@ -69,11 +73,11 @@ inline xsimd::batch<float, Arch> exp_vec(xsimd::batch<float, Arch> x) {
   using B = xsimd::batch<float, Arch>;
   // No clamp: lanes outside [kMinX, kMaxX] compute garbage (or NaN) and are replaced by the two
   // selects at the end; NaN input flows through the arithmetic and no select matches it.
-  B n;
-  B y = exp_detail::exp_core<Arch>(x, n);
+  const exp_detail::ExpParts<Arch> e = exp_detail::exp_core<Arch>(x);
+  B y = e.y;
   // n = 128 (x in (88.38, 88.72]) is not a float power of 2: p 2^127 doubled instead (exact:
   // doubling only moves the exponent).
-  y = xsimd::select(n > B(127.0f), y + y, y);
+  y = xsimd::select(e.n > B(127.0f), y + y, y);
   y = xsimd::select(x > B(exp_detail::kMaxX), B(std::numeric_limits<float>::infinity()), y);
   return xsimd::select(x < B(exp_detail::kMinX), B(0.0f), y);
 }
@@ -83,9 +87,7 @@ inline xsimd::batch<float, Arch> exp_vec(xsimd::batch<float, Arch> x) {
 template <class Arch>
 inline xsimd::batch<float, Arch> exp_vec_nonpositive(xsimd::batch<float, Arch> x) {
   using B = xsimd::batch<float, Arch>;
-  B n;
-  const B y = exp_detail::exp_core<Arch>(x, n);
-  return xsimd::select(x < B(exp_detail::kMinX), B(0.0f), y);
+  return xsimd::select(x < B(exp_detail::kMinX), B(0.0f), exp_detail::exp_core<Arch>(x).y);
 }
 
 template <class Arch>
