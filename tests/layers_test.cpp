@@ -140,3 +140,39 @@ TEST_P(Layers, MhaKvCacheDecodeEqualsFullCausal) {
 }
 
 }  // namespace
+
+namespace {
+
+// ../shared/seeds/004 is a one-head attention layer with projections: x W_Q, x W_K, x W_V
+// (the notebook's weights), scale 1/sqrt(3); with W_o = I the layer prints the notebook's output.
+TEST_P(Layers, SeedFourWordExampleAsMhaLayer) {
+  tessera::MhaDesc d;
+  ASSERT_EQ(tessera::mha_desc_init(d, 1, 4, 4, 3, 1), Status::ok);
+  const float identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  d.w_q = seed_data::kWq, d.w_k = seed_data::kWk, d.w_v = seed_data::kWv, d.w_o = identity;
+  float out[12];
+  ASSERT_EQ(tessera::mha_forward(d, seed_data::kWords, seed_data::kWords, out), Status::ok)
+      << tessera::last_error();
+  const float printed[12] = {0.98522025f, 1.74174051f, 0.75652026f, 0.90965265f,
+                             1.40965265f, 0.5f,        0.99851226f, 1.75849334f,
+                             0.75998108f, 0.99560386f, 1.90407309f, 0.90846923f};
+  for (int i = 0; i < 12; ++i) EXPECT_NEAR(out[i], printed[i], 2e-6f) << i;
+}
+
+// The Bahdanau seed through the split API: keys once, then the decoder step.
+TEST_P(Layers, SeedBahdanauExampleKeysThenStep) {
+  float keys[5 * 10], context[16];
+  ASSERT_EQ(tessera::additive_keys(5, 16, 10, seed_data::kEnc, seed_data::kLayer1, keys),
+            Status::ok);
+  ASSERT_EQ(tessera::additive_attention_step(5, 16, 16, 10, seed_data::kEnc, keys, seed_data::kDec,
+                                             seed_data::kLayer1 + 160, seed_data::kLayer2,
+                                             context, nullptr),
+            Status::ok);
+  const float printed[16] = {-0.63514569f, 0.04917298f, -0.43930867f, -0.9268003f,
+                             1.01903919f,  -0.43181409f, 0.13365099f, -0.84746874f,
+                             -0.37572203f, 0.18279832f,  -0.90452701f, 0.17872958f,
+                             -0.58015282f, -0.58294027f, -0.75457577f, 1.32985756f};
+  for (int c = 0; c < 16; ++c) EXPECT_NEAR(context[c], printed[c], 5e-6f) << c;
+}
+
+}  // namespace
