@@ -1,7 +1,13 @@
 // Additive (Bahdanau) attention driver.
+// keys = enc W_enc is one SGEMM; a step is a GEMV for the query, the vector tanh and a dot per
+// key for the scores, the softmax kernels, and a GEMV for the context.
+#include <vector>
+
 #include "check.hpp"
+#include "dispatch.hpp"
+#include "tessera/gemm.hpp"
 #include "tessera/layers.hpp"
-#include "tessera/reference.hpp"
+#include "tessera/softmax.hpp"
 
 namespace tessera {
 namespace {
@@ -32,8 +38,8 @@ Status additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim, const f
   TESSERA_CHECK(detail::check_ptr("enc", enc, true));
   TESSERA_CHECK(detail::check_ptr("w_enc", w_enc, true));
   TESSERA_CHECK(detail::check_ptr("keys", keys, true));
-  reference::additive_keys(enc_len, enc_dim, attn_dim, enc, w_enc, keys);
-  return Status::ok;
+  return sgemm(Transpose::no_trans, Transpose::no_trans, enc_len, attn_dim, enc_dim, 1.0f, enc,
+               enc_dim, w_enc, attn_dim, 0.0f, keys, attn_dim);
 }
 
 Status additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
@@ -43,8 +49,23 @@ Status additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim
   TESSERA_CHECK(check_dims(enc_len, enc_dim, dec_dim, attn_dim));
   TESSERA_CHECK(detail::check_ptr("keys", keys, true));
   TESSERA_CHECK(check_step(enc, dec, w_dec, v, context));
-  reference::additive_attention_step(enc_len, enc_dim, dec_dim, attn_dim, enc, keys, dec, w_dec, v,
-                                     context, weights);
+  const arch::SoftmaxKernels& k = detail::active_table().softmax;
+  std::vector<float> query(static_cast<size_t>(attn_dim)), t(static_cast<size_t>(attn_dim));
+  std::vector<float> e(static_cast<size_t>(enc_len));
+  TESSERA_CHECK(sgemm(Transpose::no_trans, Transpose::no_trans, 1, attn_dim, dec_dim, 1.0f, dec,
+                      dec_dim, w_dec, attn_dim, 0.0f, query.data(), attn_dim));
+  for (int64_t j = 0; j < enc_len; ++j) {
+    const float* kj = keys + j * attn_dim;
+    for (int64_t a = 0; a < attn_dim; ++a) t[size_t(a)] = query[size_t(a)] + kj[a];
+    k.tanh(attn_dim, t.data(), t.data());
+    double dot = 0.0;  // attn_dim terms, summed in a fixed order
+    for (int64_t a = 0; a < attn_dim; ++a) dot += double(v[a]) * t[size_t(a)];
+    e[size_t(j)] = static_cast<float>(dot);
+  }
+  TESSERA_CHECK(softmax(1, enc_len, e.data(), enc_len, e.data(), enc_len, 1.0f));
+  TESSERA_CHECK(sgemm(Transpose::no_trans, Transpose::no_trans, 1, enc_dim, enc_len, 1.0f,
+                      e.data(), enc_len, enc, enc_dim, 0.0f, context, enc_dim));
+  if (weights) std::copy(e.begin(), e.end(), weights);
   return Status::ok;
 }
 
@@ -54,9 +75,10 @@ Status additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int
   TESSERA_CHECK(check_dims(enc_len, enc_dim, dec_dim, attn_dim));
   TESSERA_CHECK(detail::check_ptr("w_enc", w_enc, true));
   TESSERA_CHECK(check_step(enc, dec, w_dec, v, context));
-  reference::additive_attention(enc_len, enc_dim, dec_dim, attn_dim, enc, dec, w_enc, w_dec, v,
-                                context, weights);
-  return Status::ok;
+  std::vector<float> keys(static_cast<size_t>(enc_len * attn_dim));
+  TESSERA_CHECK(additive_keys(enc_len, enc_dim, attn_dim, enc, w_enc, keys.data()));
+  return additive_attention_step(enc_len, enc_dim, dec_dim, attn_dim, enc, keys.data(), dec, w_dec,
+                                 v, context, weights);
 }
 
 }  // namespace tessera
