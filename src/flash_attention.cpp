@@ -29,6 +29,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -105,20 +106,45 @@ void mask_tile(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t bq,
     const int64_t p = position(d, valid, i);
     int64_t lo, hi;
     visible_range(d, valid, p, lo, hi);
+    // Structural visibility is a range per row: hide what lies outside it wholesale.
+    const int64_t vis_lo = std::clamp(lo - j0, int64_t(0), n), vis_hi = std::clamp(hi - j0, vis_lo, n);
+    std::fill(row, row + vis_lo, -kInf);
+    std::fill(row + vis_hi, row + n, -kInf);
+    if (!d.alibi_slopes && !d.bias && !d.mask) continue;
     const float slope = d.alibi_slopes ? d.alibi_slopes[h] : 0.0f;
     const float* bias =
         d.bias ? d.bias + b * d.bias_stride[0] + h * d.bias_stride[1] + i * d.bias_stride[2] : nullptr;
     const uint8_t* mask =
         d.mask ? d.mask + b * d.mask_stride[0] + h * d.mask_stride[1] + i * d.mask_stride[2] : nullptr;
-    for (int64_t c = 0; c < n; ++c) {
+    for (int64_t c = vis_lo; c < vis_hi; ++c) {
       const int64_t j = j0 + c;
       float x = row[c];
       if (d.alibi_slopes) x += slope * float(j - p);
       if (bias) x += bias[j * d.bias_stride[3]];
-      if (j < lo || j >= hi || (mask && mask[j * d.mask_stride[3]] == 0)) x = -kInf;
+      if (mask && mask[j * d.mask_stride[3]] == 0) x = -kInf;
       row[c] = x;
     }
   }
+}
+
+// The keys [k0, k1) of the tile [j0, j0 + n) that any of stacked rows [r0, r1) may see by the
+// structural rules (relative to j0). Rows of one head have increasing positions, so a head's
+// first and last rows in the panel bound its union; a panel spans at most two heads' blocks.
+void panel_extent(const tessera_attention_desc& d, int64_t valid, int64_t i0, int64_t bq,
+                  int64_t r0, int64_t r1, int64_t j0, int64_t n, int64_t& k0, int64_t& k1) {
+  // Both bounds of visible_range grow with the position, so the hull of the panel's ranges is
+  // [lo(min position), hi(max position)) (rows with empty ranges included: still a hull).
+  int64_t imin = INT64_MAX, imax = INT64_MIN;
+  for (int64_t r : {r0, r1 - 1, (r0 / bq + 1) * bq - 1, (r0 / bq + 1) * bq}) {
+    if (r < r0 || r >= r1) continue;
+    imin = std::min(imin, r % bq);
+    imax = std::max(imax, r % bq);
+  }
+  int64_t lo, unused, hi;
+  visible_range(d, valid, position(d, valid, i0 + imin), lo, unused);
+  visible_range(d, valid, position(d, valid, i0 + imax), unused, hi);
+  k0 = std::clamp(lo - j0, int64_t(0), n);
+  k1 = std::clamp(hi - j0, k0, n);
 }
 
 // The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
@@ -145,6 +171,8 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     const int64_t n = std::min(kBK, hi - j0);
     // S = scale Q K^T: K^T packed per tile, Q packed once per task; a K panel stays in L1
     // while every Q panel passes it.
+    // A tile every row sees whole needs no per-element pass and no extents.
+    const bool whole = j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
     const float* ktile = kbase + j0 * d.k_stride[2];
     if (rows <= 2 * gk.dot_rows) {
       // Few rows (decode): dot products along d, K read in place, once.
@@ -162,13 +190,18 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       for (int64_t q = 0; q * NR < n; ++q) {
         const int64_t nr = std::min(NR, n - q * NR);
         for (int64_t ir = 0; ir < rows; ir += MR) {
+          // On diagonal tiles, K panels no row of this Q panel can see are skipped (the mask
+          // pass writes -inf there).
+          if (!whole) {
+            int64_t k0, k1;
+            panel_extent(d, valid, i0, bq, ir, std::min(rows, ir + MR), j0, n, k0, k1);
+            if (q * NR >= k1 || q * NR + nr <= k0) continue;
+          }
           gk.packed[std::min(MR, rows - ir)](D, st.qp + ir * D, st.kp + q * NR * D,
                                              st.s + ir * kBK + q * NR, kBK, nr, g.scale, 0.0f);
         }
       }
     }
-    // A tile every row sees whole needs no per-element pass.
-    const bool whole = j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
     if (g.elementwise || !whole) mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, st.s, kBK);
 
     for (int64_t r = 0; r < rows; ++r) {
@@ -202,8 +235,13 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         vpanel = st.vp, ldv = NR;
       }
       for (int64_t ir = 0; ir < rows; ir += MR) {
-        gk.strided[std::min(MR, rows - ir)](n, st.s + ir * kBK, kBK, 1, vpanel, ldv,
-                                            st.o + ir * Dv + c0, Dv, nr, 1.0f, 1.0f);
+        // Only the keys some row of the panel sees: P is 0 elsewhere.
+        int64_t k0 = 0, k1 = n;
+        if (!whole) panel_extent(d, valid, i0, bq, ir, std::min(rows, ir + MR), j0, n, k0, k1);
+        if (k1 <= k0) continue;
+        gk.strided[std::min(MR, rows - ir)](k1 - k0, st.s + ir * kBK + k0, kBK, 1,
+                                            vpanel + k0 * ldv, ldv, st.o + ir * Dv + c0, Dv, nr,
+                                            1.0f, 1.0f);
       }
     }
   }
