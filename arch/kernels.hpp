@@ -41,8 +41,7 @@ struct SoftmaxKernels {
   void (*tanh)(int64_t n, const float* x, float* y);
   void (*stats_online)(int64_t n, const float* x, float scale, float* max, float* sum);
   void (*stats_cached)(int64_t n, const float* x, float scale, float* max, float* sum);
-  void (*softmax_cached)(int64_t n, const float* x, float scale, float* y, float* max,
-                         float* sum);
+  void (*softmax_cached)(int64_t n, const float* x, float scale, float* y, float* max, float* sum);
   float (*max)(int64_t n, const float* x);
   float (*exp_sum)(int64_t n, const float* x, float scale, float shift, float* y_or_null);
   void (*exp_scale)(int64_t n, const float* x, float scale, float shift, float mul, float* y);

@@ -48,7 +48,8 @@ void mvec_exp(int64_t n, const float* x, float* y) {
 void xsimd_exp(int64_t n, const float* x, float* y) {
   using B = xsimd::batch<float, xsimd::avx512f>;
   int64_t i = 0;
-  for (; i + int64_t(B::size) <= n; i += B::size) xsimd::exp(B::load_unaligned(x + i)).store_unaligned(y + i);
+  for (; i + int64_t(B::size) <= n; i += B::size)
+    xsimd::exp(B::load_unaligned(x + i)).store_unaligned(y + i);
   for (; i < n; ++i) y[i] = std::exp(x[i]);
 }
 

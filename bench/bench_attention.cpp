@@ -35,10 +35,10 @@ std::vector<Problem> problems() {
 }
 
 std::string name_of(const Problem& p, const char* who, int threads) {
-  return std::string("attention/") + p.label + "/heads:" + std::to_string(p.heads) + "/kv_heads:" +
-         std::to_string(p.kv_heads) + "/q:" + std::to_string(p.q_len) + "/kv:" +
-         std::to_string(p.kv_len) + "/d:" + std::to_string(p.d) + (p.causal ? "/causal" : "") +
-         "/" + who + "/threads:" + std::to_string(threads);
+  return std::string("attention/") + p.label + "/heads:" + std::to_string(p.heads) +
+         "/kv_heads:" + std::to_string(p.kv_heads) + "/q:" + std::to_string(p.q_len) +
+         "/kv:" + std::to_string(p.kv_len) + "/d:" + std::to_string(p.d) +
+         (p.causal ? "/causal" : "") + "/" + who + "/threads:" + std::to_string(threads);
 }
 
 double flops_of(const Problem& p) {
@@ -61,45 +61,53 @@ struct Tensors {
 };
 
 void register_problem(const Problem& p, int threads) {
-  benchmark::RegisterBenchmark(name_of(p, "fused", threads).c_str(), [p, threads](benchmark::State& state) {
-    Tensors t(p);
-    run_in_arena(state, threads, [&] {
-      tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data());
-      benchmark::DoNotOptimize(t.o.data());
-    });
-    // Bytes of K and V that must be read (the decode rows compare them with the read ceiling).
-    set_rates(state, flops_of(p), 4.0 * p.kv_heads * p.kv_len * p.d * 2);
-    set_peak_fraction(state, flops_of(p), threads);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      name_of(p, "fused", threads).c_str(),
+      [p, threads](benchmark::State& state) {
+        Tensors t(p);
+        run_in_arena(state, threads, [&] {
+          tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data());
+          benchmark::DoNotOptimize(t.o.data());
+        });
+        // Bytes of K and V that must be read (the decode rows compare them with the read ceiling).
+        set_rates(state, flops_of(p), 4.0 * p.kv_heads * p.kv_len * p.d * 2);
+        set_peak_fraction(state, flops_of(p), threads);
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 
   // Unfused: S = scale Q K^T (materialised), causal mask written into S, softmax, O = P V.
   if (std::string(p.label).find("repeated") != std::string::npos) return;
-  benchmark::RegisterBenchmark(name_of(p, "unfused", threads).c_str(), [p, threads](benchmark::State& state) {
-    Tensors t(p);
-    std::vector<float> s(size_t(p.q_len * p.kv_len));
-    const float scale = 1.0f / std::sqrt(float(p.d));
-    run_in_arena(state, threads, [&] {
-      for (int64_t h = 0; h < p.heads; ++h) {
-        const float* q = t.q.data() + h * p.q_len * p.d;
-        const float* k = t.k.data() + (h / (p.heads / p.kv_heads)) * p.kv_len * p.d;
-        const float* v = t.v.data() + (h / (p.heads / p.kv_heads)) * p.kv_len * p.d;
-        tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::trans, p.q_len, p.kv_len,
-                       p.d, scale, q, p.d, k, p.d, 0.0f, s.data(), p.kv_len);
-        if (p.causal) {
-          for (int64_t i = 0; i < p.q_len; ++i)
-            for (int64_t j = i + p.kv_len - p.q_len + 1; j < p.kv_len; ++j)
-              s[size_t(i * p.kv_len + j)] = -INFINITY;
-        }
-        tessera::softmax(p.q_len, p.kv_len, s.data(), p.kv_len, s.data(), p.kv_len, 1.0f);
-        tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::no_trans, p.q_len, p.d,
-                       p.kv_len, 1.0f, s.data(), p.kv_len, v, p.d, 0.0f,
-                       t.o.data() + h * p.q_len * p.d, p.d);
-      }
-      benchmark::DoNotOptimize(t.o.data());
-    });
-    set_rates(state, flops_of(p), 0);
-    set_peak_fraction(state, flops_of(p), threads);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      name_of(p, "unfused", threads).c_str(),
+      [p, threads](benchmark::State& state) {
+        Tensors t(p);
+        std::vector<float> s(size_t(p.q_len * p.kv_len));
+        const float scale = 1.0f / std::sqrt(float(p.d));
+        run_in_arena(state, threads, [&] {
+          for (int64_t h = 0; h < p.heads; ++h) {
+            const float* q = t.q.data() + h * p.q_len * p.d;
+            const float* k = t.k.data() + (h / (p.heads / p.kv_heads)) * p.kv_len * p.d;
+            const float* v = t.v.data() + (h / (p.heads / p.kv_heads)) * p.kv_len * p.d;
+            tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::trans, p.q_len,
+                           p.kv_len, p.d, scale, q, p.d, k, p.d, 0.0f, s.data(), p.kv_len);
+            if (p.causal) {
+              for (int64_t i = 0; i < p.q_len; ++i)
+                for (int64_t j = i + p.kv_len - p.q_len + 1; j < p.kv_len; ++j)
+                  s[size_t(i * p.kv_len + j)] = -INFINITY;
+            }
+            tessera::softmax(p.q_len, p.kv_len, s.data(), p.kv_len, s.data(), p.kv_len, 1.0f);
+            tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::no_trans, p.q_len, p.d,
+                           p.kv_len, 1.0f, s.data(), p.kv_len, v, p.d, 0.0f,
+                           t.o.data() + h * p.q_len * p.d, p.d);
+          }
+          benchmark::DoNotOptimize(t.o.data());
+        });
+        set_rates(state, flops_of(p), 0);
+        set_peak_fraction(state, flops_of(p), threads);
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace
@@ -110,25 +118,27 @@ void register_read_ceiling(int threads) {
   const int64_t floats = int64_t(32) * 32768 * 128 * 2;
   const std::string name = "attention/memory-read/bytes:" + std::to_string(floats * 4) +
                            "/threads:" + std::to_string(threads);
-  benchmark::RegisterBenchmark(name.c_str(), [floats, threads](benchmark::State& state) {
-    std::vector<float> x(size_t(floats), 1.0f);
-    run_in_arena(state, threads, [&] {
-      const double total = tbb::parallel_reduce(
-          tbb::blocked_range<int64_t>(0, floats, 1 << 16), 0.0,
-          [&](const tbb::blocked_range<int64_t>& r, double acc) {
-            float s[8] = {};
-            for (int64_t i = r.begin(); i + 8 <= r.end(); i += 8)
-              for (int u = 0; u < 8; ++u) s[u] += x[size_t(i + u)];
-            for (float v : s) acc += v;
-            return acc;
-          },
-          [](double a, double b) { return a + b; });
-      benchmark::DoNotOptimize(total);
-    });
-    set_rates(state, 0, 4.0 * double(floats));
-  })->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [floats, threads](benchmark::State& state) {
+                                 std::vector<float> x(size_t(floats), 1.0f);
+                                 run_in_arena(state, threads, [&] {
+                                   const double total = tbb::parallel_reduce(
+                                       tbb::blocked_range<int64_t>(0, floats, 1 << 16), 0.0,
+                                       [&](const tbb::blocked_range<int64_t>& r, double acc) {
+                                         float s[8] = {};
+                                         for (int64_t i = r.begin(); i + 8 <= r.end(); i += 8)
+                                           for (int u = 0; u < 8; ++u) s[u] += x[size_t(i + u)];
+                                         for (float v : s) acc += v;
+                                         return acc;
+                                       },
+                                       [](double a, double b) { return a + b; });
+                                   benchmark::DoNotOptimize(total);
+                                 });
+                                 set_rates(state, 0, 4.0 * double(floats));
+                               })
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 }
-
 
 void register_attention() {
   for (int t : thread_counts()) register_read_ceiling(t);

@@ -43,8 +43,12 @@ struct Operands {
   std::vector<float> a, b, c;
   int64_t lda, ldb, ldc, sa, sb, sc;
   explicit Operands(const Shape& s)
-      : lda(s.k), ldb(s.tb == Transpose::trans ? s.k : s.n), ldc(s.n),
-        sa(s.m * s.k), sb(s.k * s.n), sc(s.m * s.n) {
+      : lda(s.k),
+        ldb(s.tb == Transpose::trans ? s.k : s.n),
+        ldc(s.n),
+        sa(s.m * s.k),
+        sb(s.k * s.n),
+        sc(s.m * s.n) {
     a = random_floats(size_t(sa * s.batch), 1);
     b = random_floats(size_t(sb * s.batch), 2);
     c = random_floats(size_t(sc * s.batch), 3);
@@ -53,41 +57,50 @@ struct Operands {
 
 void register_tessera(const Shape& s, int threads) {
   const std::string name = shape_name(s) + "/tessera/threads:" + std::to_string(threads);
-  benchmark::RegisterBenchmark(name.c_str(), [s, threads](benchmark::State& state) {
-    Operands op(s);
-    run_in_arena(state, threads, [&] {
-      if (s.batch == 1) {
-        tessera::sgemm(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a.data(), op.lda,
-                       op.b.data(), op.ldb, 0.0f, op.c.data(), op.ldc);
-      } else {
-        tessera::sgemm_strided_batched(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a.data(),
-                                       op.lda, op.sa, op.b.data(), op.ldb, op.sb, 0.0f,
-                                       op.c.data(), op.ldc, op.sc, s.batch);
-      }
-      benchmark::DoNotOptimize(op.c.data());
-    });
-    const double flops = 2.0 * s.m * s.n * s.k * s.batch;
-    set_rates(state, flops, 0);
-    set_peak_fraction(state, flops, threads);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      name.c_str(),
+      [s, threads](benchmark::State& state) {
+        Operands op(s);
+        run_in_arena(state, threads, [&] {
+          if (s.batch == 1) {
+            tessera::sgemm(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a.data(), op.lda,
+                           op.b.data(), op.ldb, 0.0f, op.c.data(), op.ldc);
+          } else {
+            tessera::sgemm_strided_batched(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f,
+                                           op.a.data(), op.lda, op.sa, op.b.data(), op.ldb, op.sb,
+                                           0.0f, op.c.data(), op.ldc, op.sc, s.batch);
+          }
+          benchmark::DoNotOptimize(op.c.data());
+        });
+        const double flops = 2.0 * s.m * s.n * s.k * s.batch;
+        set_rates(state, flops, 0);
+        set_peak_fraction(state, flops, threads);
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 }
 
 void register_peer(const Shape& s, int threads, const GemmPeer& peer) {
   const std::string name = shape_name(s) + "/" + peer.name + "/threads:" + std::to_string(threads);
-  benchmark::RegisterBenchmark(name.c_str(), [s, threads, &peer](benchmark::State& state) {
-    Operands op(s);
-    peer.set_threads(peer, threads);
-    for (auto _ : state) {
-      for (int64_t i = 0; i < s.batch; ++i)
-        peer.sgemm(peer, Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a.data() + i * op.sa,
-                   op.lda, op.b.data() + i * op.sb, op.ldb, 0.0f, op.c.data() + i * op.sc, op.ldc);
-      benchmark::DoNotOptimize(op.c.data());
-    }
-    const double flops = 2.0 * s.m * s.n * s.k * s.batch;
-    set_rates(state, flops, 0);
-    set_peak_fraction(state, flops, threads);
-    state.SetLabel(peer.kernel);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [s, threads, &peer](benchmark::State& state) {
+                                 Operands op(s);
+                                 peer.set_threads(peer, threads);
+                                 for (auto _ : state) {
+                                   for (int64_t i = 0; i < s.batch; ++i)
+                                     peer.sgemm(peer, Transpose::no_trans, s.tb, s.m, s.n, s.k,
+                                                1.0f, op.a.data() + i * op.sa, op.lda,
+                                                op.b.data() + i * op.sb, op.ldb, 0.0f,
+                                                op.c.data() + i * op.sc, op.ldc);
+                                   benchmark::DoNotOptimize(op.c.data());
+                                 }
+                                 const double flops = 2.0 * s.m * s.n * s.k * s.batch;
+                                 set_rates(state, flops, 0);
+                                 set_peak_fraction(state, flops, threads);
+                                 state.SetLabel(peer.kernel);
+                               })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace

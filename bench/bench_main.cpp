@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "../arch/kernels.hpp"
 #include "../src/dispatch.hpp"
@@ -41,10 +41,13 @@ double peak_flops(int threads) {
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     arena.execute([&] {
-      tbb::parallel_for(0, threads, [&](int) {
-        volatile float sink = table.peak_fma(iters);
-        (void)sink;
-      }, tbb::static_partitioner());
+      tbb::parallel_for(
+          0, threads,
+          [&](int) {
+            volatile float sink = table.peak_fma(iters);
+            (void)sink;
+          },
+          tbb::static_partitioner());
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rates.push_back(double(iters) * table.peak_flops_per_iter * threads / s);
@@ -54,8 +57,8 @@ double peak_flops(int threads) {
 }
 
 void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threads) {
-  state.counters["peak%"] = benchmark::Counter(
-      100.0 * flops_per_iter / peak_flops(threads), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak%"] = benchmark::Counter(100.0 * flops_per_iter / peak_flops(threads),
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void register_peak();
@@ -72,7 +75,8 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   char default_min_time[] = "--benchmark_min_time=0.1";
   bool has_min_time = false;
-  for (int i = 1; i < argc; ++i) has_min_time |= std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
+  for (int i = 1; i < argc; ++i)
+    has_min_time |= std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
   if (!has_min_time) args.insert(args.begin() + 1, default_min_time);
   argc = static_cast<int>(args.size());
   argv = args.data();
@@ -84,7 +88,8 @@ int main(int argc, char** argv) {
                 t > 1 ? "s" : "", bench::peak_flops(t) / 1e9);
   for (const auto& p : bench::gemm_peers())
     std::printf("peer %-9s answers with: %s\n", p.name.c_str(), p.kernel.c_str());
-  if (bench::gemm_peers().empty()) std::printf("no peer libraries found (scripts/install-deps.sh --peers)\n");
+  if (bench::gemm_peers().empty())
+    std::printf("no peer libraries found (scripts/install-deps.sh --peers)\n");
   std::fflush(stdout);
   bench::register_peak();
   bench::register_gemm();

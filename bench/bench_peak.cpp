@@ -16,16 +16,23 @@ void register_peak() {
     if (!table) continue;
     for (int t : thread_counts()) {
       const std::string name = std::string("peak_fma/") + isa + "/threads:" + std::to_string(t);
-      benchmark::RegisterBenchmark(name.c_str(), [table, t](benchmark::State& state) {
-        const int64_t iters = 100'000;
-        run_in_arena(state, t, [&] {
-          tbb::parallel_for(0, t, [&](int) {
-            volatile float sink = table->peak_fma(iters);
-            (void)sink;
-          }, tbb::static_partitioner());
-        });
-        set_rates(state, double(iters) * table->peak_flops_per_iter * t, 0);
-      })->UseRealTime()->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [table, t](benchmark::State& state) {
+                                     const int64_t iters = 100'000;
+                                     run_in_arena(state, t, [&] {
+                                       tbb::parallel_for(
+                                           0, t,
+                                           [&](int) {
+                                             volatile float sink = table->peak_fma(iters);
+                                             (void)sink;
+                                           },
+                                           tbb::static_partitioner());
+                                     });
+                                     set_rates(state,
+                                               double(iters) * table->peak_flops_per_iter * t, 0);
+                                   })
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   }
 }

@@ -37,96 +37,116 @@ std::string shape_name(const char* op, const Rows& s, const char* who, int threa
 
 void register_shape(const Rows& s, int threads) {
   const double elems = double(s.rows) * s.cols;
-  benchmark::RegisterBenchmark(shape_name("softmax", s, "tessera", threads).c_str(),
-                               [s, threads, elems](benchmark::State& state) {
-    auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
-    std::vector<float> y(x.size());
-    run_in_arena(state, threads, [&] {
-      tessera::softmax(s.rows, s.cols, x.data(), s.cols, y.data(), s.cols, 1.0f);
-      benchmark::DoNotOptimize(y.data());
-    });
-    set_rates(state, 0, 8 * elems);
-    state.counters["elem/s"] = benchmark::Counter(elems, benchmark::Counter::kIsIterationInvariantRate);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      shape_name("softmax", s, "tessera", threads).c_str(),
+      [s, threads, elems](benchmark::State& state) {
+        auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
+        std::vector<float> y(x.size());
+        run_in_arena(state, threads, [&] {
+          tessera::softmax(s.rows, s.cols, x.data(), s.cols, y.data(), s.cols, 1.0f);
+          benchmark::DoNotOptimize(y.data());
+        });
+        set_rates(state, 0, 8 * elems);
+        state.counters["elem/s"] =
+            benchmark::Counter(elems, benchmark::Counter::kIsIterationInvariantRate);
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 
-  benchmark::RegisterBenchmark(shape_name("logsumexp", s, "tessera", threads).c_str(),
-                               [s, threads, elems](benchmark::State& state) {
-    auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
-    std::vector<float> out(size_t(s.rows));
-    run_in_arena(state, threads, [&] {
-      tessera::logsumexp(s.rows, s.cols, x.data(), s.cols, 1.0f, out.data());
-      benchmark::DoNotOptimize(out.data());
-    });
-    set_rates(state, 0, 4 * elems);
-    state.counters["elem/s"] = benchmark::Counter(elems, benchmark::Counter::kIsIterationInvariantRate);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      shape_name("logsumexp", s, "tessera", threads).c_str(),
+      [s, threads, elems](benchmark::State& state) {
+        auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
+        std::vector<float> out(size_t(s.rows));
+        run_in_arena(state, threads, [&] {
+          tessera::logsumexp(s.rows, s.cols, x.data(), s.cols, 1.0f, out.data());
+          benchmark::DoNotOptimize(out.data());
+        });
+        set_rates(state, 0, 4 * elems);
+        state.counters["elem/s"] =
+            benchmark::Counter(elems, benchmark::Counter::kIsIterationInvariantRate);
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 
   // The bandwidth ceiling: copy the same rows (read + write, as softmax must), rows split over
   // the threads as softmax splits them.
   benchmark::RegisterBenchmark(shape_name("softmax", s, "copy", threads).c_str(),
                                [s, threads, elems](benchmark::State& state) {
-    auto x = random_floats(size_t(elems), 1);
-    std::vector<float> y(x.size());
-    run_in_arena(state, threads, [&] {
-      tbb::parallel_for(tbb::blocked_range<int64_t>(0, int64_t(elems), 1 << 14),
-                        [&](const tbb::blocked_range<int64_t>& r) {
-                          std::memcpy(y.data() + r.begin(), x.data() + r.begin(),
-                                      sizeof(float) * r.size());
-                        });
-      benchmark::DoNotOptimize(y.data());
-    });
-    set_rates(state, 0, 8 * elems);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+                                 auto x = random_floats(size_t(elems), 1);
+                                 std::vector<float> y(x.size());
+                                 run_in_arena(state, threads, [&] {
+                                   tbb::parallel_for(
+                                       tbb::blocked_range<int64_t>(0, int64_t(elems), 1 << 14),
+                                       [&](const tbb::blocked_range<int64_t>& r) {
+                                         std::memcpy(y.data() + r.begin(), x.data() + r.begin(),
+                                                     sizeof(float) * r.size());
+                                       });
+                                   benchmark::DoNotOptimize(y.data());
+                                 });
+                                 set_rates(state, 0, 8 * elems);
+                               })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 
 #ifdef TESSERA_BENCH_X86_BASELINES
   if (tessera::isa_supported("avx512")) {
     // Three passes (max, exp-store + sum, scale) vectorised with libmvec's AVX-512 expf.
-    benchmark::RegisterBenchmark(shape_name("softmax", s, "libmvec-3pass", threads).c_str(),
-                                 [s, threads, elems](benchmark::State& state) {
-      auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
-      std::vector<float> y(x.size());
-      run_in_arena(state, threads, [&] {
-        tbb::parallel_for(tbb::blocked_range<int64_t>(0, s.rows, std::max<int64_t>(1, 32768 / s.cols)),
-                          [&](const tbb::blocked_range<int64_t>& r) {
-                            mvec_softmax_rows(r.begin(), r.end(), s.cols, x.data(), y.data());
-                          });
-        benchmark::DoNotOptimize(y.data());
-      });
-      set_rates(state, 0, 8 * elems);
-    })->UseRealTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(
+        shape_name("softmax", s, "libmvec-3pass", threads).c_str(),
+        [s, threads, elems](benchmark::State& state) {
+          auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
+          std::vector<float> y(x.size());
+          run_in_arena(state, threads, [&] {
+            tbb::parallel_for(
+                tbb::blocked_range<int64_t>(0, s.rows, std::max<int64_t>(1, 32768 / s.cols)),
+                [&](const tbb::blocked_range<int64_t>& r) {
+                  mvec_softmax_rows(r.begin(), r.end(), s.cols, x.data(), y.data());
+                });
+            benchmark::DoNotOptimize(y.data());
+          });
+          set_rates(state, 0, 8 * elems);
+        })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   }
   // The read ceiling for logsumexp: one read of every element.
-  benchmark::RegisterBenchmark(shape_name("logsumexp", s, "read", threads).c_str(),
-                               [s, threads, elems](benchmark::State& state) {
-    auto x = random_floats(size_t(elems), 1);
-    run_in_arena(state, threads, [&] {
-      const float total = tbb::parallel_reduce(
-          tbb::blocked_range<int64_t>(0, int64_t(elems), 1 << 14), 0.0f,
-          [&](const tbb::blocked_range<int64_t>& r, float acc) {
-            return acc + read_sum(int64_t(r.size()), x.data() + r.begin());
-          },
-          [](float a, float b) { return a + b; });
-      benchmark::DoNotOptimize(total);
-    });
-    set_rates(state, 0, 4 * elems);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      shape_name("logsumexp", s, "read", threads).c_str(),
+      [s, threads, elems](benchmark::State& state) {
+        auto x = random_floats(size_t(elems), 1);
+        run_in_arena(state, threads, [&] {
+          const float total = tbb::parallel_reduce(
+              tbb::blocked_range<int64_t>(0, int64_t(elems), 1 << 14), 0.0f,
+              [&](const tbb::blocked_range<int64_t>& r, float acc) {
+                return acc + read_sum(int64_t(r.size()), x.data() + r.begin());
+              },
+              [](float a, float b) { return a + b; });
+          benchmark::DoNotOptimize(total);
+        });
+        set_rates(state, 0, 4 * elems);
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 #endif
 #ifdef TESSERA_BENCH_ONEDNN
   benchmark::RegisterBenchmark(shape_name("softmax", s, "onednn", threads).c_str(),
                                [s, threads, elems](benchmark::State& state) {
-    auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
-    std::vector<float> y(x.size());
-    OnednnSoftmax peer(s.rows, s.cols, x.data(), y.data(), threads);
-    if (!peer.ok()) {
-      state.SkipWithError("oneDNN softmax unavailable");
-      return;
-    }
-    for (auto _ : state) {
-      peer.run();
-      benchmark::DoNotOptimize(y.data());
-    }
-    set_rates(state, 0, 8 * elems);
-  })->UseRealTime()->Unit(benchmark::kMicrosecond);
+                                 auto x = random_floats(size_t(elems), 1, -8.0f, 8.0f);
+                                 std::vector<float> y(x.size());
+                                 OnednnSoftmax peer(s.rows, s.cols, x.data(), y.data(), threads);
+                                 if (!peer.ok()) {
+                                   state.SkipWithError("oneDNN softmax unavailable");
+                                   return;
+                                 }
+                                 for (auto _ : state) {
+                                   peer.run();
+                                   benchmark::DoNotOptimize(y.data());
+                                 }
+                                 set_rates(state, 0, 8 * elems);
+                               })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 #endif
 }
 

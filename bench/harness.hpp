@@ -12,7 +12,8 @@
 
 namespace bench {
 
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
@@ -32,9 +33,8 @@ void run_in_arena(benchmark::State& state, int threads, F&& body) {
 // Rates: flops and bytes per iteration become per-second counters (decimal units).
 inline void set_rates(benchmark::State& state, double flops, double bytes) {
   if (flops > 0)
-    state.counters["FLOP/s"] =
-        benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate,
-                           benchmark::Counter::kIs1000);
+    state.counters["FLOP/s"] = benchmark::Counter(
+        flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   if (bytes > 0)
     state.counters["B/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate,
                                                benchmark::Counter::kIs1000);

@@ -53,7 +53,9 @@ void openblas_sgemm(const GemmPeer& p, Transpose ta, Transpose tb, int64_t m, in
                                         tb == Transpose::trans ? kTrans : kNoTrans, int(m), int(n),
                                         int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
-void openblas_threads(const GemmPeer& p, int t) { reinterpret_cast<void (*)(int)>(p.threads_fn)(t); }
+void openblas_threads(const GemmPeer& p, int t) {
+  reinterpret_cast<void (*)(int)>(p.threads_fn)(t);
+}
 
 // ---- BLIS: the typed API, with general strides (row-major: rs = ld, cs = 1) -----------------
 using bli_sgemm_t = void (*)(int, int, int64_t, int64_t, int64_t, const float*, const float*,
@@ -75,8 +77,8 @@ void blis_threads(const GemmPeer& p, int t) {
 using dnnl_sgemm_t = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t,
                              const float*, int64_t, float, float*, int64_t);
 void onednn_sgemm(const GemmPeer& p, Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
-                  float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                  float beta, float* c, int64_t ldc) {
+                  float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                  float* c, int64_t ldc) {
   reinterpret_cast<dnnl_sgemm_t>(p.fn)(ta == Transpose::trans ? 'T' : 'N',
                                        tb == Transpose::trans ? 'T' : 'N', m, n, k, alpha, a, lda,
                                        b, ldb, beta, c, ldc);
@@ -92,8 +94,10 @@ class ScopedEnv {
     if (value) setenv(var, value, 1);
   }
   ~ScopedEnv() {
-    if (had_) setenv(var_, old_.c_str(), 1);
-    else unsetenv(var_);
+    if (had_)
+      setenv(var_, old_.c_str(), 1);
+    else
+      unsetenv(var_);
   }
 
  private:

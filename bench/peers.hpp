@@ -1,6 +1,7 @@
 // Peer libraries measured in the same run: OpenBLAS, BLIS (its auto-selected kernels and, in a
 // second copy, BLIS_ARCH_TYPE=skx) and oneDNN. Each is dlopen'ed locally (see peers.cpp), so
-// their identical cblas_* exports never meet and a missing library only removes its rows. Every peer reports which kernel answered, so no peer runs under a wrong name.
+// their identical cblas_* exports never meet and a missing library only removes its rows. Every
+// peer reports which kernel answered, so no peer runs under a wrong name.
 #pragma once
 
 #include <string>
@@ -18,7 +19,7 @@ struct GemmPeer {
                 int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
                 int64_t ldb, float beta, float* c, int64_t ldc) = nullptr;
   void (*set_threads)(const GemmPeer& self, int threads) = nullptr;
-  void* fn = nullptr;       // the library's gemm entry point
+  void* fn = nullptr;          // the library's gemm entry point
   void* threads_fn = nullptr;  // the library's thread-count setter
 };
 

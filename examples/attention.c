@@ -29,7 +29,8 @@ int main(void) {
     return 1;
   }
   printf("kernel table: %s\n", tessera_isa_name());
-  for (int i = 0; i < LEN; ++i) printf("head 0 query %d: o[0] = %+.5f  lse = %+.5f\n", i, o[i * DIM], lse[i]);
+  for (int i = 0; i < LEN; ++i)
+    printf("head 0 query %d: o[0] = %+.5f  lse = %+.5f\n", i, o[i * DIM], lse[i]);
   /* Causal query 0 sees only key 0, so its output is v_0. */
   return fabsf(o[0] - v[0]) < 1e-6f ? 0 : 1;
 }

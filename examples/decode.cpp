@@ -14,8 +14,10 @@ int main() {
   d.causal = 1;
   const int64_t hd = model / heads;
   std::vector<float> wq(model * model), wk(model * kv_heads * hd), wv(wk.size()), wo(model * model);
-  for (size_t i = 0; i < wq.size(); ++i) wq[i] = 0.05f * std::sin(float(i)), wo[i] = 0.05f * std::cos(float(i));
-  for (size_t i = 0; i < wk.size(); ++i) wk[i] = 0.05f * std::sin(0.5f * i), wv[i] = 0.05f * std::cos(0.3f * i);
+  for (size_t i = 0; i < wq.size(); ++i)
+    wq[i] = 0.05f * std::sin(float(i)), wo[i] = 0.05f * std::cos(float(i));
+  for (size_t i = 0; i < wk.size(); ++i)
+    wk[i] = 0.05f * std::sin(0.5f * i), wv[i] = 0.05f * std::cos(0.3f * i);
   d.w_q = wq.data(), d.w_k = wk.data(), d.w_v = wv.data(), d.w_o = wo.data();
   std::vector<float> k_cache(kv_heads * cap * hd), v_cache(k_cache.size());
   d.k_cache = k_cache.data(), d.v_cache = v_cache.data(), d.cache_capacity = cap, d.cache_len = 0;

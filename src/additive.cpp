@@ -42,10 +42,9 @@ Status additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim, const f
                enc_dim, w_enc, attn_dim, 0.0f, keys, attn_dim);
 }
 
-Status additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
-                               int64_t attn_dim, const float* enc, const float* keys,
-                               const float* dec, const float* w_dec, const float* v,
-                               float* context, float* weights) {
+Status additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,
+                               const float* enc, const float* keys, const float* dec,
+                               const float* w_dec, const float* v, float* context, float* weights) {
   TESSERA_CHECK(check_dims(enc_len, enc_dim, dec_dim, attn_dim));
   TESSERA_CHECK(detail::check_ptr("keys", keys, true));
   TESSERA_CHECK(check_step(enc, dec, w_dec, v, context));
@@ -63,8 +62,8 @@ Status additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim
     e[size_t(j)] = static_cast<float>(dot);
   }
   TESSERA_CHECK(softmax(1, enc_len, e.data(), enc_len, e.data(), enc_len, 1.0f));
-  TESSERA_CHECK(sgemm(Transpose::no_trans, Transpose::no_trans, 1, enc_dim, enc_len, 1.0f,
-                      e.data(), enc_len, enc, enc_dim, 0.0f, context, enc_dim));
+  TESSERA_CHECK(sgemm(Transpose::no_trans, Transpose::no_trans, 1, enc_dim, enc_len, 1.0f, e.data(),
+                      enc_len, enc, enc_dim, 0.0f, context, enc_dim));
   if (weights) std::copy(e.begin(), e.end(), weights);
   return Status::ok;
 }

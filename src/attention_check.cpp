@@ -24,8 +24,9 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const fl
   TESSERA_CHECK(check_positive("desc->head_dim", d.head_dim));
   TESSERA_CHECK(check_positive("desc->value_dim", d.value_dim));
   if (d.q_heads % d.kv_heads != 0)
-    return fail(Status::invalid_argument, "desc->q_heads = %lld is not a multiple of kv_heads = %lld",
-                (long long)d.q_heads, (long long)d.kv_heads);
+    return fail(Status::invalid_argument,
+                "desc->q_heads = %lld is not a multiple of kv_heads = %lld", (long long)d.q_heads,
+                (long long)d.kv_heads);
   TESSERA_CHECK(check_finite("desc->scale", d.scale));
   TESSERA_CHECK(check_strides("desc->q_stride", d.q_stride, 3));
   TESSERA_CHECK(check_strides("desc->k_stride", d.k_stride, 3));
@@ -52,8 +53,9 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const fl
   if (d.kv_lens) {
     for (int64_t b = 0; b < d.batch; ++b) {
       if (d.kv_lens[b] < 0 || d.kv_lens[b] > d.kv_len)
-        return fail(Status::invalid_argument, "desc->kv_lens[%lld] = %d is outside [0, kv_len = %lld]",
-                    (long long)b, d.kv_lens[b], (long long)d.kv_len);
+        return fail(Status::invalid_argument,
+                    "desc->kv_lens[%lld] = %d is outside [0, kv_len = %lld]", (long long)b,
+                    d.kv_lens[b], (long long)d.kv_len);
     }
   }
   if (d.alibi_slopes) {

@@ -66,9 +66,8 @@ tessera_status tessera_sgemm_strided_batched(tessera_transpose ta, tessera_trans
                                              int64_t ldb, int64_t stride_b, float beta, float* c,
                                              int64_t ldc, int64_t stride_c, int64_t batch) {
   return guarded([&] {
-    return tessera::sgemm_strided_batched(to_cpp(ta), to_cpp(tb), m, n, k, alpha, a, lda,
-                                          stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
-                                          batch);
+    return tessera::sgemm_strided_batched(to_cpp(ta), to_cpp(tb), m, n, k, alpha, a, lda, stride_a,
+                                          b, ldb, stride_b, beta, c, ldc, stride_c, batch);
   });
 }
 
@@ -114,8 +113,8 @@ tessera_status tessera_attention_desc_init(tessera_attention_desc* desc, int64_t
   });
 }
 
-tessera_status tessera_attention(const tessera_attention_desc* desc, const float* q,
-                                 const float* k, const float* v, float* o) {
+tessera_status tessera_attention(const tessera_attention_desc* desc, const float* q, const float* k,
+                                 const float* v, float* o) {
   if (!desc) return null_desc();
   return guarded([&] { return tessera::attention(*desc, q, k, v, o); });
 }
@@ -125,8 +124,8 @@ tessera_status tessera_additive_attention(int64_t enc_len, int64_t enc_dim, int6
                                           const float* w_enc, const float* w_dec, const float* v,
                                           float* context, float* weights) {
   return guarded([&] {
-    return tessera::additive_attention(enc_len, enc_dim, dec_dim, attn_dim, enc, dec, w_enc,
-                                       w_dec, v, context, weights);
+    return tessera::additive_attention(enc_len, enc_dim, dec_dim, attn_dim, enc, dec, w_enc, w_dec,
+                                       v, context, weights);
   });
 }
 
@@ -139,8 +138,8 @@ tessera_status tessera_additive_keys(int64_t enc_len, int64_t enc_dim, int64_t a
 tessera_status tessera_additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
                                                int64_t attn_dim, const float* enc,
                                                const float* keys, const float* dec,
-                                               const float* w_dec, const float* v,
-                                               float* context, float* weights) {
+                                               const float* w_dec, const float* v, float* context,
+                                               float* weights) {
   return guarded([&] {
     return tessera::additive_attention_step(enc_len, enc_dim, dec_dim, attn_dim, enc, keys, dec,
                                             w_dec, v, context, weights);
@@ -156,8 +155,7 @@ tessera_status tessera_mha_desc_init(tessera_mha_desc* desc, int64_t batch, int6
 
 tessera_status tessera_mha_workspace_size(const tessera_mha_desc* desc, size_t* bytes) {
   if (!desc) return null_desc();
-  if (!bytes)
-    return to_c(tessera::detail::fail(Status::invalid_argument, "bytes is NULL"));
+  if (!bytes) return to_c(tessera::detail::fail(Status::invalid_argument, "bytes is NULL"));
   return guarded([&] { return tessera::mha_workspace_size(*desc, *bytes); });
 }
 
@@ -165,9 +163,8 @@ tessera_status tessera_mha_forward(const tessera_mha_desc* desc, const float* x_
                                    const float* x_kv, float* out, void* workspace,
                                    size_t workspace_bytes) {
   if (!desc) return null_desc();
-  return guarded([&] {
-    return tessera::mha_forward(*desc, x_q, x_kv, out, workspace, workspace_bytes);
-  });
+  return guarded(
+      [&] { return tessera::mha_forward(*desc, x_q, x_kv, out, workspace, workspace_bytes); });
 }
 
 }  // extern "C"

@@ -1,7 +1,7 @@
 #include "check.hpp"
 
-#include <utility>
 #include <cstdint>
+#include <utility>
 
 namespace tessera::detail {
 
@@ -28,7 +28,8 @@ Status check_no_self_overlap(const char* name, const int64_t* strides, const int
   for (int i = 0; i < count && n < 8; ++i)
     if (extents[i] > 1) dims[n++] = {strides[i], extents[i]};
   for (int i = 1; i < n; ++i)  // insertion sort: at most 4 dimensions
-    for (int j = i; j > 0 && dims[j].stride < dims[j - 1].stride; --j) std::swap(dims[j], dims[j - 1]);
+    for (int j = i; j > 0 && dims[j].stride < dims[j - 1].stride; --j)
+      std::swap(dims[j], dims[j - 1]);
   int64_t span = 1;
   for (int i = 0; i < n; ++i) {
     if (dims[i].stride < span) {

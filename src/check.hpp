@@ -9,9 +9,9 @@
 namespace tessera::detail {
 
 // Early-return helper: TESSERA_CHECK(check_xxx(...));
-#define TESSERA_CHECK(expr)                                \
-  do {                                                     \
-    const ::tessera::Status tessera_check_s_ = (expr);     \
+#define TESSERA_CHECK(expr)                                                 \
+  do {                                                                      \
+    const ::tessera::Status tessera_check_s_ = (expr);                      \
     if (tessera_check_s_ != ::tessera::Status::ok) return tessera_check_s_; \
   } while (0)
 

@@ -25,11 +25,16 @@ const char* last_error() { return detail::g_message; }
 
 const char* status_string(Status s) {
   switch (s) {
-    case Status::ok: return "TESSERA_OK";
-    case Status::invalid_argument: return "TESSERA_INVALID_ARGUMENT";
-    case Status::unsupported: return "TESSERA_UNSUPPORTED";
-    case Status::out_of_memory: return "TESSERA_OUT_OF_MEMORY";
-    case Status::internal: return "TESSERA_INTERNAL";
+    case Status::ok:
+      return "TESSERA_OK";
+    case Status::invalid_argument:
+      return "TESSERA_INVALID_ARGUMENT";
+    case Status::unsupported:
+      return "TESSERA_UNSUPPORTED";
+    case Status::out_of_memory:
+      return "TESSERA_OUT_OF_MEMORY";
+    case Status::internal:
+      return "TESSERA_INTERNAL";
   }
   return "unknown tessera_status";
 }

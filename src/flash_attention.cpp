@@ -29,9 +29,9 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -80,14 +80,14 @@ void visible_range(const tessera_attention_desc& d, int64_t valid, int64_t p, in
 
 // Per-task state for `rows` stacked query rows.
 struct TileState {
-  float* qg;  // rows x D, the stacked queries
-  float* qp;  // the same, packed once into MR-row panels (the S GEMM's A operand)
-  float* kp;  // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
-  float* vp;  // a partial last V panel, zero-padded to NR columns
-  float* s;   // rows x BK, scores then probabilities
-  float* o;   // rows x Dv, the unnormalised output
-  float* m;   // rows
-  float* l;   // rows
+  float* qg;     // rows x D, the stacked queries
+  float* qp;     // the same, packed once into MR-row panels (the S GEMM's A operand)
+  float* kp;     // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
+  float* vp;     // a partial last V panel, zero-padded to NR columns
+  float* s;      // rows x BK, scores then probabilities
+  float* o;      // rows x Dv, the unnormalised output
+  float* m;      // rows
+  float* l;      // rows
   int* special;  // rows: a +inf score was seen (finished exactly at the end)
 };
 
@@ -107,15 +107,18 @@ void mask_tile(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t bq,
     int64_t lo, hi;
     visible_range(d, valid, p, lo, hi);
     // Structural visibility is a range per row: hide what lies outside it wholesale.
-    const int64_t vis_lo = std::clamp(lo - j0, int64_t(0), n), vis_hi = std::clamp(hi - j0, vis_lo, n);
+    const int64_t vis_lo = std::clamp(lo - j0, int64_t(0), n),
+                  vis_hi = std::clamp(hi - j0, vis_lo, n);
     std::fill(row, row + vis_lo, -kInf);
     std::fill(row + vis_hi, row + n, -kInf);
     if (!d.alibi_slopes && !d.bias && !d.mask) continue;
     const float slope = d.alibi_slopes ? d.alibi_slopes[h] : 0.0f;
     const float* bias =
-        d.bias ? d.bias + b * d.bias_stride[0] + h * d.bias_stride[1] + i * d.bias_stride[2] : nullptr;
+        d.bias ? d.bias + b * d.bias_stride[0] + h * d.bias_stride[1] + i * d.bias_stride[2]
+               : nullptr;
     const uint8_t* mask =
-        d.mask ? d.mask + b * d.mask_stride[0] + h * d.mask_stride[1] + i * d.mask_stride[2] : nullptr;
+        d.mask ? d.mask + b * d.mask_stride[0] + h * d.mask_stride[1] + i * d.mask_stride[2]
+               : nullptr;
     for (int64_t c = vis_lo; c < vis_hi; ++c) {
       const int64_t j = j0 + c;
       float x = row[c];
@@ -149,8 +152,7 @@ void panel_extent(const tessera_attention_desc& d, int64_t valid, int64_t i0, in
 
 // The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
 void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
-              int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v,
-              TileState& st) {
+              int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v, TileState& st) {
   const tessera_attention_desc& d = g.d;
   const int64_t rows = g.group * bq, D = d.head_dim, Dv = d.value_dim;
   const int64_t valid = valid_len(d, b);
@@ -181,9 +183,11 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         const int64_t r = std::min(R, rows - i);
         int64_t j = 0;
         for (; j + J <= n; j += J)
-          gk.dot[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale, 0.0f);
+          gk.dot[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale,
+                    0.0f);
         for (; j < n; ++j)
-          gk.dot1[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale, 0.0f);
+          gk.dot1[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale,
+                     0.0f);
       }
     } else {
       gk.pack_b(true, D, n, ktile, d.k_stride[2], st.kp);
@@ -255,8 +259,8 @@ bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, in
   const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
   // Each buffer rounded to 16 floats so every one starts 64-byte aligned.
   auto r16 = [](int64_t f) { return (f + 15) / 16 * 16; };
-  const int64_t sizes[] = {r16(rows * D), r16(panels_rows * D), r16(D * bk_padded),
-                           r16(kBK * NR), r16(rows * kBK), r16(rows * Dv), r16(rows), r16(rows),
+  const int64_t sizes[] = {r16(rows * D),   r16(panels_rows * D), r16(D * bk_padded), r16(kBK * NR),
+                           r16(rows * kBK), r16(rows * Dv),       r16(rows),          r16(rows),
                            r16(rows)};
   int64_t total = 0;
   for (int64_t z : sizes) total += z;
@@ -315,26 +319,28 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
   std::atomic<bool> oom{false};
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks, 1), [&](const tbb::blocked_range<int64_t>& r) {
-      for (int64_t t = r.begin(); t < r.end(); ++t) {
-        // Latest query blocks first: under causal masks they are the longest tasks.
-        const int64_t qb = q_blocks - 1 - t % q_blocks;
-        const int64_t hk = (t / q_blocks) % d.kv_heads, b = t / (q_blocks * d.kv_heads);
-        const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
-        TileState st;
-        if (!make_state(d, kt.gemm, g.group * n, st)) {
-          oom = true;
-          return;
-        }
-        load_queries(d, g, q, b, hk, i0, n, st.qg);
-        kt.gemm.pack_a(false, g.group * n, d.head_dim, st.qg, d.head_dim, st.qp);
-        key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
-        finish_rows(g, b, hk, i0, n, st, q, k, v, o);
-      }
-    }, tbb::simple_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, tasks, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t t = r.begin(); t < r.end(); ++t) {
+            // Latest query blocks first: under causal masks they are the longest tasks.
+            const int64_t qb = q_blocks - 1 - t % q_blocks;
+            const int64_t hk = (t / q_blocks) % d.kv_heads, b = t / (q_blocks * d.kv_heads);
+            const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
+            TileState st;
+            if (!make_state(d, kt.gemm, g.group * n, st)) {
+              oom = true;
+              return;
+            }
+            load_queries(d, g, q, b, hk, i0, n, st.qg);
+            kt.gemm.pack_a(false, g.group * n, d.head_dim, st.qg, d.head_dim, st.qp);
+            key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
+            finish_rows(g, b, hk, i0, n, st, q, k, v, o);
+          }
+        },
+        tbb::simple_partitioner());
   });
-  return oom ? fail(Status::out_of_memory, "cannot allocate the attention tile state")
-             : Status::ok;
+  return oom ? fail(Status::out_of_memory, "cannot allocate the attention tile state") : Status::ok;
 }
 
 Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
@@ -348,27 +354,31 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
   std::vector<float> partial(size_t(units * chunks * stride));
   std::atomic<bool> oom{false};
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, units * chunks, 1), [&](const tbb::blocked_range<int64_t>& r) {
-      for (int64_t t = r.begin(); t < r.end(); ++t) {
-        const int64_t unit = t / chunks, c = t % chunks;
-        const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
-        TileState st;
-        if (!make_state(d, kt.gemm, rows, st)) {
-          oom = true;
-          return;
-        }
-        load_queries(d, g, q, b, hk, 0, d.q_len, st.qg);
-        kt.gemm.pack_a(false, rows, d.head_dim, st.qg, d.head_dim, st.qp);
-        key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk, std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
-        float* out = partial.data() + t * stride;
-        for (int64_t i = 0; i < rows; ++i) {
-          out[i * (3 + Dv)] = st.m[i];
-          out[i * (3 + Dv) + 1] = st.l[i];
-          out[i * (3 + Dv) + 2] = float(st.special[i]);
-          std::memcpy(out + i * (3 + Dv) + 3, st.o + i * Dv, sizeof(float) * size_t(Dv));
-        }
-      }
-    }, tbb::simple_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, units * chunks, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t t = r.begin(); t < r.end(); ++t) {
+            const int64_t unit = t / chunks, c = t % chunks;
+            const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
+            TileState st;
+            if (!make_state(d, kt.gemm, rows, st)) {
+              oom = true;
+              return;
+            }
+            load_queries(d, g, q, b, hk, 0, d.q_len, st.qg);
+            kt.gemm.pack_a(false, rows, d.head_dim, st.qg, d.head_dim, st.qp);
+            key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
+                     std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
+            float* out = partial.data() + t * stride;
+            for (int64_t i = 0; i < rows; ++i) {
+              out[i * (3 + Dv)] = st.m[i];
+              out[i * (3 + Dv) + 1] = st.l[i];
+              out[i * (3 + Dv) + 2] = float(st.special[i]);
+              std::memcpy(out + i * (3 + Dv) + 3, st.o + i * Dv, sizeof(float) * size_t(Dv));
+            }
+          }
+        },
+        tbb::simple_partitioner());
   });
   if (oom) return fail(Status::out_of_memory, "cannot allocate the attention tile state");
   // Merge the chunks of each unit in chunk order.
@@ -389,13 +399,15 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
           state[size_t(i)] = s;
           std::memcpy(o_acc.data() + i * Dv, part + i * (3 + Dv) + 3, sizeof(float) * size_t(Dv));
         } else {
-          merge_partial_output(state[size_t(i)], o_acc.data() + i * Dv, s, part + i * (3 + Dv) + 3, Dv);
+          merge_partial_output(state[size_t(i)], o_acc.data() + i * Dv, s, part + i * (3 + Dv) + 3,
+                               Dv);
         }
       }
     }
     TileState st;
     std::vector<float> m(nrows), l(nrows);
-    for (int64_t i = 0; i < rows; ++i) m[size_t(i)] = state[size_t(i)].max, l[size_t(i)] = state[size_t(i)].sum;
+    for (int64_t i = 0; i < rows; ++i)
+      m[size_t(i)] = state[size_t(i)].max, l[size_t(i)] = state[size_t(i)].sum;
     st.o = o_acc.data(), st.m = m.data(), st.l = l.data(), st.special = special.data();
     finish_rows(g, b, hk, 0, d.q_len, st, q, k, v, o);
   });
@@ -405,8 +417,7 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
 }  // namespace
 
 void attention_row_exact(const tessera_attention_desc& d, int64_t b, int64_t h, int64_t i,
-                         const float* q, const float* k, const float* v, float* o_row,
-                         float* lse) {
+                         const float* q, const float* k, const float* v, float* o_row, float* lse) {
   // The reference on the (b, h) slice: every tensor pointer moved to that slice, so the slice is
   // batch 0, head 0 of a one-head problem (q_len is kept: bottom-right positions depend on it).
   const int64_t hk = h / (d.q_heads / d.kv_heads);
@@ -429,9 +440,9 @@ void attention_row_exact(const tessera_attention_desc& d, int64_t b, int64_t h, 
 Status flash_attention(const tessera_attention_desc& d, const float* q, const float* k,
                        const float* v, float* o) {
   const arch::KernelTable& kt = active_table();
-  Geometry g{d, d.q_heads / d.kv_heads,
-             d.scale != 0.0f ? d.scale : 1.0f / std::sqrt(float(d.head_dim)),
-             d.bias != nullptr || d.mask != nullptr || d.alibi_slopes != nullptr || d.softcap > 0.0f};
+  Geometry g{
+      d, d.q_heads / d.kv_heads, d.scale != 0.0f ? d.scale : 1.0f / std::sqrt(float(d.head_dim)),
+      d.bias != nullptr || d.mask != nullptr || d.alibi_slopes != nullptr || d.softcap > 0.0f};
   if (d.q_len <= kDecodeMaxQ && d.kv_len > kDecodeChunk) return decode(g, kt, q, k, v, o);
   return prefill(g, kt, q, k, v, o);
 }

@@ -50,7 +50,8 @@ Status sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float 
   TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
   TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
   TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
-  return detail::gemm_run(gemm_kernels(), problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+  return detail::gemm_run(gemm_kernels(),
+                          problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 }
 
 Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
@@ -94,14 +95,13 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
 }
 
 size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n) {
-  if (detail::check_transpose("tb", tb) != Status::ok || detail::check_nonneg("k", k) != Status::ok ||
-      detail::check_nonneg("n", n) != Status::ok)
+  if (detail::check_transpose("tb", tb) != Status::ok ||
+      detail::check_nonneg("k", k) != Status::ok || detail::check_nonneg("n", n) != Status::ok)
     return 0;
   return kHeaderBytes + sizeof(float) * detail::gemm_packed_b_floats(gemm_kernels(), k, n);
 }
 
-Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb,
-                    void* packed) {
+Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* packed) {
   TESSERA_CHECK(detail::check_nonneg("k", k));
   TESSERA_CHECK(detail::check_nonneg("n", n));
   TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
@@ -146,8 +146,8 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
                         detail::active_table().name);
   if (h.nr != gemm_kernels().nr || h.kc != gemm_kernels().kc)
     return detail::fail(Status::invalid_argument, "packed was written with another blocking");
-  detail::GemmProblem p = problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1,
-                                  beta, c, ldc);
+  detail::GemmProblem p =
+      problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1, beta, c, ldc);
   p.b_packed = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
   return detail::gemm_run(gemm_kernels(), p);
 }

@@ -35,11 +35,12 @@ void for_grid(int64_t mi, int64_t nj, bool parallel, F&& body) {
   // Isolated: while this thread waits it runs only these tasks, never an unrelated Tessera
   // call from the same arena that would reuse the scratch buffers this call is holding.
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, mi, 1, 0, nj, grain_j),
-                      [&](const tbb::blocked_range2d<int64_t>& r) {
-                        body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
-                      },
-                      tbb::simple_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range2d<int64_t>(0, mi, 1, 0, nj, grain_j),
+        [&](const tbb::blocked_range2d<int64_t>& r) {
+          body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
+        },
+        tbb::simple_partitioner());
   });
 }
 
@@ -48,8 +49,10 @@ void scale_c(const GemmProblem& p, bool parallel) {
   for_grid(p.m, 1, parallel, [&](int64_t i0, int64_t i1, int64_t, int64_t) {
     for (int64_t i = i0; i < i1; ++i) {
       float* row = p.c + i * p.ldc;
-      if (p.beta == 0.0f) std::fill(row, row + p.n, 0.0f);
-      else for (int64_t j = 0; j < p.n; ++j) row[j] *= p.beta;
+      if (p.beta == 0.0f)
+        std::fill(row, row + p.n, 0.0f);
+      else
+        for (int64_t j = 0; j < p.n; ++j) row[j] *= p.beta;
     }
   });
 }
@@ -62,19 +65,19 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   constexpr int64_t kColsPerTask = 64;
   for_grid(row_blocks, ceil_div(p.n, kColsPerTask), parallel,
            [&](int64_t ib0, int64_t ib1, int64_t jb0, int64_t jb1) {
-    for (int64_t ib = ib0; ib < ib1; ++ib) {
-      const int64_t i = ib * R, rows = std::min(R, p.m - i);
-      const float* a = p.a + i * p.lda;
-      const int64_t j_end = std::min(p.n, jb1 * kColsPerTask);
-      int64_t j = jb0 * kColsPerTask;
-      for (; j + J <= j_end; j += J)
-        kt.dot[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc, p.alpha,
-                     p.beta);
-      for (; j < j_end; ++j)
-        kt.dot1[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc, p.alpha,
-                      p.beta);
-    }
-  });
+             for (int64_t ib = ib0; ib < ib1; ++ib) {
+               const int64_t i = ib * R, rows = std::min(R, p.m - i);
+               const float* a = p.a + i * p.lda;
+               const int64_t j_end = std::min(p.n, jb1 * kColsPerTask);
+               int64_t j = jb0 * kColsPerTask;
+               for (; j + J <= j_end; j += J)
+                 kt.dot[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc,
+                              p.alpha, p.beta);
+               for (; j < j_end; ++j)
+                 kt.dot1[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc,
+                               p.alpha, p.beta);
+             }
+           });
 }
 
 // ---- A read in place (no packing of A): small problems and few rows --------------------------
@@ -94,19 +97,20 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
     const float* src = p.tb ? p.b : p.b + first_packed * NR;
     kt.pack_b(p.tb, p.k, p.n - first_packed * NR, src, p.ldb, packed);
   }
-  for_grid(ceil_div(p.m, MR), panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      const int64_t j = q * NR, nr = std::min(NR, p.n - j);
-      const bool whole = nr == NR;
-      const float* b = (b_in_place && whole) ? p.b + j : packed + (q - first_packed) * NR * p.k;
-      const int64_t ldb = (b_in_place && whole) ? p.ldb : NR;
-      for (int64_t ib = ib0; ib < ib1; ++ib) {
-        const int64_t i = ib * MR, rows = std::min(MR, p.m - i);
-        kt.strided[rows](p.k, p.a + i * a_rs, a_rs, a_cs, b, ldb, p.c + i * p.ldc + j, p.ldc, nr,
-                         p.alpha, p.beta);
-      }
-    }
-  });
+  for_grid(
+      ceil_div(p.m, MR), panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
+        for (int64_t q = q0; q < q1; ++q) {
+          const int64_t j = q * NR, nr = std::min(NR, p.n - j);
+          const bool whole = nr == NR;
+          const float* b = (b_in_place && whole) ? p.b + j : packed + (q - first_packed) * NR * p.k;
+          const int64_t ldb = (b_in_place && whole) ? p.ldb : NR;
+          for (int64_t ib = ib0; ib < ib1; ++ib) {
+            const int64_t i = ib * MR, rows = std::min(MR, p.m - i);
+            kt.strided[rows](p.k, p.a + i * a_rs, a_rs, a_cs, b, ldb, p.c + i * p.ldc + j, p.ldc,
+                             nr, p.alpha, p.beta);
+          }
+        }
+      });
   return Status::ok;
 }
 
@@ -117,11 +121,13 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
   // and each packs its A block once, rather than splitting N and re-packing A per chunk. MC only
   // partitions rows: the sums, and so the results, do not depend on it.
   const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
-  const int64_t MC = std::min<int64_t>(kt.mc, std::max(MR, round_up(ceil_div(p.m, 2 * threads), MR)));
+  const int64_t MC =
+      std::min<int64_t>(kt.mc, std::max(MR, round_up(ceil_div(p.m, 2 * threads), MR)));
   const int64_t n_padded = round_up(p.n, NR);
   float* b_buf = nullptr;
   if (!p.b_packed) {
-    b_buf = thread_scratch(ScratchSlot::gemm_b).floats(size_t(std::min(KC, p.k) * std::min(round_up(NC, NR), n_padded)));
+    b_buf = thread_scratch(ScratchSlot::gemm_b)
+                .floats(size_t(std::min(KC, p.k) * std::min(round_up(NC, NR), n_padded)));
     if (!b_buf) return fail(Status::out_of_memory, "cannot allocate the packed B block");
   }
   std::atomic<bool> oom{false};
@@ -149,35 +155,37 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
         });
         bp = b_buf;
       }
-      for_grid(ceil_div(p.m, MC), panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
-        float* a_buf = nullptr;
-        if (pack_a) {
-          a_buf = thread_scratch(ScratchSlot::gemm_a).floats(size_t(MC * kc));
-          if (!a_buf) {
-            oom = true;
-            return;
-          }
-        }
-        for (int64_t ib = ib0; ib < ib1; ++ib) {
-          const int64_t ic = ib * MC, mc = std::min(MC, p.m - ic);
-          const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
-          if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
-          for (int64_t q = q0; q < q1; ++q) {
-            const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
-            const float* b_panel = bp + q * NR * kc;
-            float* c = p.c + ic * p.ldc + j;
-            for (int64_t ir = 0; ir < mc; ir += MR) {
-              const int64_t rows = std::min(MR, mc - ir);
-              if (pack_a) {
-                kt.packed[rows](kc, a_buf + ir * kc, b_panel, c + ir * p.ldc, p.ldc, nr, p.alpha, beta);
-              } else {
-                kt.strided[rows](kc, a_src + ir * a_rs, a_rs, a_cs, b_panel, NR, c + ir * p.ldc,
-                                 p.ldc, nr, p.alpha, beta);
-              }
-            }
-          }
-        }
-      });
+      for_grid(ceil_div(p.m, MC), panels, parallel,
+               [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
+                 float* a_buf = nullptr;
+                 if (pack_a) {
+                   a_buf = thread_scratch(ScratchSlot::gemm_a).floats(size_t(MC * kc));
+                   if (!a_buf) {
+                     oom = true;
+                     return;
+                   }
+                 }
+                 for (int64_t ib = ib0; ib < ib1; ++ib) {
+                   const int64_t ic = ib * MC, mc = std::min(MC, p.m - ic);
+                   const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
+                   if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
+                   for (int64_t q = q0; q < q1; ++q) {
+                     const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
+                     const float* b_panel = bp + q * NR * kc;
+                     float* c = p.c + ic * p.ldc + j;
+                     for (int64_t ir = 0; ir < mc; ir += MR) {
+                       const int64_t rows = std::min(MR, mc - ir);
+                       if (pack_a) {
+                         kt.packed[rows](kc, a_buf + ir * kc, b_panel, c + ir * p.ldc, p.ldc, nr,
+                                         p.alpha, beta);
+                       } else {
+                         kt.strided[rows](kc, a_src + ir * a_rs, a_rs, a_cs, b_panel, NR,
+                                          c + ir * p.ldc, p.ldc, nr, p.alpha, beta);
+                       }
+                     }
+                   }
+                 }
+               });
       if (oom) return fail(Status::out_of_memory, "cannot allocate a packed A block");
     }
   }

@@ -86,8 +86,9 @@ Status mha_desc_init(MhaDesc& d, int64_t batch, int64_t q_len, int64_t kv_len, i
   TESSERA_CHECK(detail::check_positive("model_dim", model_dim));
   TESSERA_CHECK(detail::check_positive("heads", heads));
   if (model_dim % heads != 0)
-    return detail::fail(Status::invalid_argument, "model_dim = %lld is not a multiple of heads = %lld",
-                        (long long)model_dim, (long long)heads);
+    return detail::fail(Status::invalid_argument,
+                        "model_dim = %lld is not a multiple of heads = %lld", (long long)model_dim,
+                        (long long)heads);
   TESSERA_CHECK(detail::check_nonneg("batch", batch));
   TESSERA_CHECK(detail::check_nonneg("q_len", q_len));
   TESSERA_CHECK(detail::check_nonneg("kv_len", kv_len));
@@ -147,7 +148,8 @@ Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float*
   Status s = linear(B * Lq, d.q_in_dim, Hq * D, x_q, d.q_in_dim, d.w_q, Hq * D, d.b_q, qp, Hq * D);
 
   AttentionDesc a{};
-  if (s == Status::ok) s = attention_desc_init(a, B, Hq, Hk, Lq, cached ? d.cache_len + Lkv : Lkv, D, Dv);
+  if (s == Status::ok)
+    s = attention_desc_init(a, B, Hq, Hk, Lq, cached ? d.cache_len + Lkv : Lkv, D, Dv);
   // Queries and outputs are [batch][seq][head][dim] rows of the projection GEMMs.
   a.q_stride[0] = Lq * Hq * D, a.q_stride[1] = D, a.q_stride[2] = Hq * D;
   a.o_stride[0] = Lq * Hq * Dv, a.o_stride[1] = Dv, a.o_stride[2] = Hq * Dv;

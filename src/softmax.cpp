@@ -67,16 +67,18 @@ bool arithmetic(Stats s) { return std::isfinite(s.max) && std::isfinite(s.sum) &
 
 // One row of up to kSplitCols columns, by one thread. Returns the row's lse only when asked
 // (lse_wanted), as plain softmax has no use for the log.
-float short_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale,
-                float* y, bool lse_wanted) {
+float short_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale, float* y,
+                bool lse_wanted) {
   Stats st;
   if (op == Op::softmax && cols <= kCachedCols) {
     k.softmax_cached(cols, x, scale, y, &st.max, &st.sum);
     if (!arithmetic(st)) return special_row(op, cols, x, scale, y);
     return lse_wanted ? st.max + std::log(st.sum) : 0.0f;
   }
-  if (cols <= kCachedCols) k.stats_cached(cols, x, scale, &st.max, &st.sum);
-  else k.stats_online(cols, x, scale, &st.max, &st.sum);
+  if (cols <= kCachedCols)
+    k.stats_cached(cols, x, scale, &st.max, &st.sum);
+  else
+    k.stats_online(cols, x, scale, &st.max, &st.sum);
   if (!arithmetic(st)) return special_row(op, cols, x, scale, y);
   const float lse = st.max + std::log(st.sum);
   if (op == Op::softmax) k.exp_scale(cols, x, scale, st.max, 1.0f / st.sum, y);
@@ -93,7 +95,7 @@ float long_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, flo
     const int64_t j = c * kChunk, len = std::min(kChunk, cols - j);
     Stats& s = part[size_t(c)];
     k.stats_cached(len, x + j, scale, &s.max, &s.sum);  // a chunk (64 KB) stays in L2
-    if (s.max == -kInf) s.sum = 0.0f;                    // no mass: mergeable
+    if (s.max == -kInf) s.sum = 0.0f;                   // no mass: mergeable
   });
   Stats st = part[0];
   for (int64_t c = 1; c < chunks; ++c) st.merge(part[size_t(c)]);
@@ -102,14 +104,16 @@ float long_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, flo
   if (op == Op::logsumexp) return lse;
   tbb::parallel_for(int64_t(0), chunks, [&](int64_t c) {
     const int64_t j = c * kChunk, len = std::min(kChunk, cols - j);
-    if (op == Op::softmax) k.exp_scale(len, x + j, scale, st.max, 1.0f / st.sum, y + j);
-    else k.affine(len, x + j, scale, -lse, y + j);
+    if (op == Op::softmax)
+      k.exp_scale(len, x + j, scale, st.max, 1.0f / st.sum, y + j);
+    else
+      k.affine(len, x + j, scale, -lse, y + j);
   });
   return lse;
 }
 
-void run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,
-              int64_t ldy, float scale, float* lse_out) {
+void run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
+              float scale, float* lse_out) {
   const SoftmaxKernels& k = detail::active_table().softmax;
   auto row = [&](int64_t r) {
     float* yr = y ? y + r * ldy : nullptr;
@@ -174,8 +178,7 @@ Status log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, floa
   return Status::ok;
 }
 
-Status logsumexp(int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale,
-                 float* out) {
+Status logsumexp(int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale, float* out) {
   TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
   TESSERA_CHECK(detail::check_ptr("out", out, rows > 0));
   if (rows == 0) return Status::ok;

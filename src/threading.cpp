@@ -14,8 +14,8 @@ Status set_num_threads(int n) {
   std::lock_guard<std::mutex> guard(lock);
   control.reset();
   if (n > 0) {
-    control = std::make_unique<tbb::global_control>(
-        tbb::global_control::max_allowed_parallelism, static_cast<size_t>(n));
+    control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                    static_cast<size_t>(n));
   }
   return Status::ok;
 }

@@ -12,13 +12,13 @@ namespace {
 constexpr float kSentinel = 42.0f;
 
 // Expects the call to be rejected, naming `arg`, with `out` untouched.
-#define EXPECT_REJECTED(call, arg, out)                                                  \
-  do {                                                                                   \
-    std::fill((out).begin(), (out).end(), kSentinel);                                    \
-    EXPECT_EQ((call), TESSERA_INVALID_ARGUMENT) << #call;                                \
-    EXPECT_NE(std::string(tessera_last_error()).find(arg), std::string::npos)            \
+#define EXPECT_REJECTED(call, arg, out)                                                   \
+  do {                                                                                    \
+    std::fill((out).begin(), (out).end(), kSentinel);                                     \
+    EXPECT_EQ((call), TESSERA_INVALID_ARGUMENT) << #call;                                 \
+    EXPECT_NE(std::string(tessera_last_error()).find(arg), std::string::npos)             \
         << #call << ": message \"" << tessera_last_error() << "\" does not name " << arg; \
-    for (float x_ : (out)) ASSERT_EQ(x_, kSentinel) << #call << " wrote its output";     \
+    for (float x_ : (out)) ASSERT_EQ(x_, kSentinel) << #call << " wrote its output";      \
   } while (0)
 
 const tessera_transpose N = TESSERA_NO_TRANS, T = TESSERA_TRANS;
@@ -29,7 +29,8 @@ TEST(CApi, SgemmRejectsEachBadArgument) {
   const float* B = b.data();
   float* C = c.data();
   EXPECT_REJECTED(tessera_sgemm((tessera_transpose)7, N, 4, 4, 4, 1, A, 4, B, 4, 0, C, 4), "ta", c);
-  EXPECT_REJECTED(tessera_sgemm(N, (tessera_transpose)-1, 4, 4, 4, 1, A, 4, B, 4, 0, C, 4), "tb", c);
+  EXPECT_REJECTED(tessera_sgemm(N, (tessera_transpose)-1, 4, 4, 4, 1, A, 4, B, 4, 0, C, 4), "tb",
+                  c);
   EXPECT_REJECTED(tessera_sgemm(N, N, -1, 4, 4, 1, A, 4, B, 4, 0, C, 4), "m", c);
   EXPECT_REJECTED(tessera_sgemm(N, N, 4, -2, 4, 1, A, 4, B, 4, 0, C, 4), "n", c);
   EXPECT_REJECTED(tessera_sgemm(N, N, 4, 4, -3, 1, A, 4, B, 4, 0, C, 4), "k", c);
@@ -124,17 +125,20 @@ TEST(CApi, AttentionRejectsBadDescriptors) {
       {"window_left", [](tessera_attention_desc& d) { d.window_left = -2; }},
       {"window_right", [](tessera_attention_desc& d) { d.window_right = -3; }},
       {"softcap", [](tessera_attention_desc& d) { d.softcap = -1; }},
-      {"bias_stride", [](tessera_attention_desc& d) {
+      {"bias_stride",
+       [](tessera_attention_desc& d) {
          static const float bias[1] = {0};
          d.bias = bias;
          d.bias_stride[3] = -1;
        }},
-      {"mask_stride", [](tessera_attention_desc& d) {
+      {"mask_stride",
+       [](tessera_attention_desc& d) {
          static const uint8_t mask[1] = {1};
          d.mask = mask;
          d.mask_stride[0] = -1;
        }},
-      {"alibi_slopes", [](tessera_attention_desc& d) {
+      {"alibi_slopes",
+       [](tessera_attention_desc& d) {
          static const float slopes[4] = {1, 1, tt::kNaN, 1};
          d.alibi_slopes = slopes;
        }},
@@ -166,13 +170,14 @@ TEST(CApi, LayersRejectBadArguments) {
   EXPECT_REJECTED(tessera_additive_attention(4, 4, 4, -4, enc.data(), dec.data(), we.data(),
                                              wd.data(), v.data(), ctx.data(), nullptr),
                   "attn_dim", ctx);
-  EXPECT_REJECTED(tessera_additive_attention(4, 4, 4, 4, enc.data(), dec.data(), nullptr,
-                                             wd.data(), v.data(), ctx.data(), nullptr),
+  EXPECT_REJECTED(tessera_additive_attention(4, 4, 4, 4, enc.data(), dec.data(), nullptr, wd.data(),
+                                             v.data(), ctx.data(), nullptr),
                   "w_enc", ctx);
   EXPECT_REJECTED(tessera_additive_attention_step(4, 4, 4, 4, enc.data(), nullptr, dec.data(),
                                                   wd.data(), v.data(), ctx.data(), nullptr),
                   "keys", ctx);
-  EXPECT_REJECTED(tessera_additive_keys(4, 0, 4, enc.data(), we.data(), ctx.data()), "enc_dim", ctx);
+  EXPECT_REJECTED(tessera_additive_keys(4, 0, 4, enc.data(), we.data(), ctx.data()), "enc_dim",
+                  ctx);
 
   tessera_mha_desc d;
   ASSERT_EQ(tessera_mha_desc_init(&d, 1, 2, 2, 4, 2), TESSERA_OK);
@@ -184,7 +189,8 @@ TEST(CApi, LayersRejectBadArguments) {
                   out);
   bad = d;
   bad.w_o = nullptr;
-  EXPECT_REJECTED(tessera_mha_forward(&bad, x.data(), x.data(), out.data(), nullptr, 0), "w_o", out);
+  EXPECT_REJECTED(tessera_mha_forward(&bad, x.data(), x.data(), out.data(), nullptr, 0), "w_o",
+                  out);
   bad = d;
   bad.k_cache = out.data();
   EXPECT_REJECTED(tessera_mha_forward(&bad, x.data(), x.data(), out.data(), nullptr, 0), "v_cache",

@@ -23,7 +23,9 @@ TEST_P(Attention, OddShapesAndHeadDims) {
   uint32_t seed = 1;
   for (int64_t d : {1, 8, 40, 64, 80, 128, 256})
     for (int64_t len : {1, 3, 17, 65}) {
-      AttentionTester(1, 2, 1, len, (len * 5) % 67 + 1, d, d == 40 ? 24 : d).with_lse().test(1e-5, seed++);
+      AttentionTester(1, 2, 1, len, (len * 5) % 67 + 1, d, d == 40 ? 24 : d)
+          .with_lse()
+          .test(1e-5, seed++);
       if (HasFatalFailure()) return;
     }
 }
@@ -37,16 +39,36 @@ TEST_P(Attention, EveryOptionAgainstReference) {
         AttentionTester t(2, shape[2], shape[3], shape[0], shape[1], 40, 24);
         if (bshd) t.bshd();
         switch (option) {
-          case 0: t.causal(TL); break;
-          case 1: t.causal(BR); break;
-          case 2: t.window(5, 3).align(option % 2 ? TL : BR); break;
-          case 3: t.causal(BR).window(7, -1).with_kv_lens(); break;
-          case 4: t.with_kv_lens(); break;
-          case 5: t.with_bias(false).causal(TL); break;
-          case 6: t.with_bias(true).with_mask(); break;
-          case 7: t.with_alibi().causal(BR); break;
-          case 8: t.softcap(5.0f).scale(0.3f); break;
-          case 9: t.with_alibi().softcap(2.0f).with_mask().with_kv_lens().window(3, 3); break;
+          case 0:
+            t.causal(TL);
+            break;
+          case 1:
+            t.causal(BR);
+            break;
+          case 2:
+            t.window(5, 3).align(option % 2 ? TL : BR);
+            break;
+          case 3:
+            t.causal(BR).window(7, -1).with_kv_lens();
+            break;
+          case 4:
+            t.with_kv_lens();
+            break;
+          case 5:
+            t.with_bias(false).causal(TL);
+            break;
+          case 6:
+            t.with_bias(true).with_mask();
+            break;
+          case 7:
+            t.with_alibi().causal(BR);
+            break;
+          case 8:
+            t.softcap(5.0f).scale(0.3f);
+            break;
+          case 9:
+            t.with_alibi().softcap(2.0f).with_mask().with_kv_lens().window(3, 3);
+            break;
         }
         if (seed % 2) t.with_lse();
         t.test(1e-5, seed++);
@@ -85,8 +107,10 @@ TEST_P(Attention, BottomRightEqualsTopLeftWhenSquare) {
   AttentionTester a(1, 2, 2, 33, 33, 24, 24), b(1, 2, 2, 33, 33, 24, 24);
   auto& pa = a.causal(TL).window(4, 2).with_alibi().build();
   auto& pb = b.causal(BR).window(4, 2).with_alibi().build();
-  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()), Status::ok);
-  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()), Status::ok);
+  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()),
+            Status::ok);
+  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()),
+            Status::ok);
   EXPECT_EQ(pa.o, pb.o);
 }
 
@@ -119,9 +143,12 @@ TEST_P(Attention, MinusInfBiasEqualsKeepMask) {
   std::vector<float> bias(13 * 29);
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = pa.mask[i] ? 0.0f : -tt::kInf;
   pb.d.bias = bias.data();
-  pb.d.bias_stride[0] = 0, pb.d.bias_stride[1] = 0, pb.d.bias_stride[2] = 29, pb.d.bias_stride[3] = 1;
-  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()), Status::ok);
-  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()), Status::ok);
+  pb.d.bias_stride[0] = 0, pb.d.bias_stride[1] = 0, pb.d.bias_stride[2] = 29,
+  pb.d.bias_stride[3] = 1;
+  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()),
+            Status::ok);
+  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()),
+            Status::ok);
   EXPECT_LE(tt::rel_err(pa.o, pb.o), 1e-6);
   EXPECT_LE(tt::rel_err(pa.lse, pb.lse), 1e-6);
 }
@@ -147,8 +174,8 @@ TEST_P(Attention, BshdStridesGiveTheBhsdNumbers) {
   auto& pa = a.causal(BR).build();
   auto& pb = b.causal(BR).bshd().build();
   // Same logical tensors: transpose pa's [b][h][s][d] inputs into pb's [b][s][h][d].
-  auto to_bshd = [](const std::vector<float>& x, std::vector<float>& y, int64_t heads,
-                    int64_t len, int64_t dim) {
+  auto to_bshd = [](const std::vector<float>& x, std::vector<float>& y, int64_t heads, int64_t len,
+                    int64_t dim) {
     for (int64_t n = 0; n < 2; ++n)
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t s = 0; s < len; ++s)
@@ -158,8 +185,10 @@ TEST_P(Attention, BshdStridesGiveTheBhsdNumbers) {
   to_bshd(pa.q, pb.q, 4, 15, 16);
   to_bshd(pa.k, pb.k, 2, 21, 16);
   to_bshd(pa.v, pb.v, 2, 21, 8);
-  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()), Status::ok);
-  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()), Status::ok);
+  ASSERT_EQ(tessera::attention(pa.d, pa.q.data(), pa.k.data(), pa.v.data(), pa.o.data()),
+            Status::ok);
+  ASSERT_EQ(tessera::attention(pb.d, pb.q.data(), pb.k.data(), pb.v.data(), pb.o.data()),
+            Status::ok);
   std::vector<float> oa(pa.o.size());
   to_bshd(pa.o, oa, 4, 15, 8);
   EXPECT_EQ(oa, pb.o);
@@ -201,7 +230,8 @@ TEST_P(Attention, SeedCausalExampleDoneRight) {
   const float want[6] = {0, 1, 0, w, 1 - w, w};
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(o[i], want[i], 1e-6f) << i;
   EXPECT_NEAR(lse[0], 1.0f / std::sqrt(3.0f), 1e-6f);
-  EXPECT_NEAR(lse[1], std::log(std::exp(2 / std::sqrt(3.0f)) + std::exp(5 / std::sqrt(3.0f))), 1e-5f);
+  EXPECT_NEAR(lse[1], std::log(std::exp(2 / std::sqrt(3.0f)) + std::exp(5 / std::sqrt(3.0f))),
+              1e-5f);
 }
 
 }  // namespace
@@ -244,7 +274,8 @@ TEST_P(Attention, PlusInfinityBiasRows) {
     bias[1 * kv_len + 3] = tt::kInf;
     bias[1 * kv_len + 7] = tt::kInf;
     p.d.bias = bias.data();
-    p.d.bias_stride[0] = p.d.bias_stride[1] = 0, p.d.bias_stride[2] = kv_len, p.d.bias_stride[3] = 1;
+    p.d.bias_stride[0] = p.d.bias_stride[1] = 0, p.d.bias_stride[2] = kv_len,
+    p.d.bias_stride[3] = 1;
     ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
     for (int c = 0; c < 16; ++c)
       EXPECT_NEAR(p.o[16 + c], 0.5f * (p.v[3 * 16 + c] + p.v[7 * 16 + c]), 1e-6f) << kv_len;
@@ -264,7 +295,8 @@ TEST_P(Attention, BitwiseIdenticalForAnyThreadCount) {
       std::fill(p.o.begin(), p.o.end(), 0.0f);
       tbb::task_arena arena(threads);
       arena.execute([&] {
-        ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
+        ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()),
+                  Status::ok);
       });
       std::vector<float> all = p.o;
       all.insert(all.end(), p.lse.begin(), p.lse.end());

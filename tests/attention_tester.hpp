@@ -26,17 +26,52 @@ class AttentionTester {
               tessera::Status::ok)
         << tessera::last_error();
   }
-  AttentionTester& causal(tessera_align a) { p_.d.causal = 1; p_.d.align = a; return *this; }
-  AttentionTester& align(tessera_align a) { p_.d.align = a; return *this; }
-  AttentionTester& window(int64_t l, int64_t r) { p_.d.window_left = l; p_.d.window_right = r; return *this; }
-  AttentionTester& scale(float s) { p_.d.scale = s; return *this; }
-  AttentionTester& softcap(float s) { p_.d.softcap = s; return *this; }
-  AttentionTester& bshd() { bshd_ = true; return *this; }
-  AttentionTester& with_lse() { lse_ = true; return *this; }
-  AttentionTester& with_kv_lens() { kv_lens_ = true; return *this; }
-  AttentionTester& with_bias(bool broadcast_heads) { bias_ = broadcast_heads ? 2 : 1; return *this; }
-  AttentionTester& with_mask() { mask_ = true; return *this; }
-  AttentionTester& with_alibi() { alibi_ = true; return *this; }
+  AttentionTester& causal(tessera_align a) {
+    p_.d.causal = 1;
+    p_.d.align = a;
+    return *this;
+  }
+  AttentionTester& align(tessera_align a) {
+    p_.d.align = a;
+    return *this;
+  }
+  AttentionTester& window(int64_t l, int64_t r) {
+    p_.d.window_left = l;
+    p_.d.window_right = r;
+    return *this;
+  }
+  AttentionTester& scale(float s) {
+    p_.d.scale = s;
+    return *this;
+  }
+  AttentionTester& softcap(float s) {
+    p_.d.softcap = s;
+    return *this;
+  }
+  AttentionTester& bshd() {
+    bshd_ = true;
+    return *this;
+  }
+  AttentionTester& with_lse() {
+    lse_ = true;
+    return *this;
+  }
+  AttentionTester& with_kv_lens() {
+    kv_lens_ = true;
+    return *this;
+  }
+  AttentionTester& with_bias(bool broadcast_heads) {
+    bias_ = broadcast_heads ? 2 : 1;
+    return *this;
+  }
+  AttentionTester& with_mask() {
+    mask_ = true;
+    return *this;
+  }
+  AttentionTester& with_alibi() {
+    alibi_ = true;
+    return *this;
+  }
 
   // Fills inputs (seeded), then returns the problem ready to run.
   AttentionProblem& build(uint32_t seed = 1) {
@@ -75,7 +110,8 @@ class AttentionTester {
     if (mask_) {  // one mask for all heads, per batch
       for (int64_t i = 0; i < d.batch * qk; ++i) p_.mask.push_back(gen() % 4 != 0);
       d.mask = p_.mask.data();
-      d.mask_stride[0] = qk, d.mask_stride[1] = 0, d.mask_stride[2] = d.kv_len, d.mask_stride[3] = 1;
+      d.mask_stride[0] = qk, d.mask_stride[1] = 0, d.mask_stride[2] = d.kv_len,
+      d.mask_stride[3] = 1;
     }
     if (alibi_) {
       for (int64_t h = 0; h < d.q_heads; ++h) p_.slopes.push_back(std::pow(2.0f, -float(h + 1)));

@@ -24,8 +24,16 @@ TEST_P(Gemm, EdgeLatticeAllTransposes) {
       for (int64_t m : kEdges)
         for (int64_t n : kEdges) {
           const int64_t k = kEdges[(m * 7 + n * 3) % kEdges.size()];
-          GemmTester().m(m).n(n).k(k).ta(ta).tb(tb).alpha(alphas[combo % 4])
-              .beta(betas[combo % 4]).pad(combo % 3 == 0 ? 3 : 0).test(uint32_t(combo));
+          GemmTester()
+              .m(m)
+              .n(n)
+              .k(k)
+              .ta(ta)
+              .tb(tb)
+              .alpha(alphas[combo % 4])
+              .beta(betas[combo % 4])
+              .pad(combo % 3 == 0 ? 3 : 0)
+              .test(uint32_t(combo));
           ++combo;
           if (HasFatalFailure()) return;
         }
@@ -43,9 +51,9 @@ TEST_P(Gemm, KZeroScalesC) {
 }
 
 TEST_P(Gemm, AttentionShapes) {
-  GemmTester().m(1).n(300).k(128).test();                               // decode GEMV
-  GemmTester().m(64).n(64).k(64).tb(Transpose::trans).test();           // Q K^T
-  GemmTester().m(130).n(40).k(257).beta(1.0f).pad(5).test();            // odd blocks
+  GemmTester().m(1).n(300).k(128).test();                                   // decode GEMV
+  GemmTester().m(64).n(64).k(64).tb(Transpose::trans).test();               // Q K^T
+  GemmTester().m(130).n(40).k(257).beta(1.0f).pad(5).test();                // odd blocks
   GemmTester().m(257).n(65).k(300).ta(Transpose::trans).beta(0.3f).test();  // past the KC edge
 }
 
@@ -84,8 +92,8 @@ TEST(GemmPacked, RejectsBufferOfAnotherShape) {
   std::vector<float> buf(tessera::sgemm_pack_b_size(Transpose::no_trans, 6, 8) / 4 + 1);
   ASSERT_EQ(tessera::sgemm_pack_b(Transpose::no_trans, 6, 8, b.data(), 8, buf.data()),
             tessera::Status::ok);
-  EXPECT_EQ(tessera::sgemm_packed(Transpose::no_trans, 6, 8, 5, 1.0f, a.data(), 6, buf.data(),
-                                  0.0f, c.data(), 8),
+  EXPECT_EQ(tessera::sgemm_packed(Transpose::no_trans, 6, 8, 5, 1.0f, a.data(), 6, buf.data(), 0.0f,
+                                  c.data(), 8),
             tessera::Status::invalid_argument);
   EXPECT_NE(std::string(tessera::last_error()).find("packed"), std::string::npos);
   EXPECT_EQ(c[0], 0.0f);
@@ -107,9 +115,9 @@ TEST(GemmHand, TwoByTwo) {
   EXPECT_EQ(c[2], 85.0f);
   EXPECT_EQ(c[3], 99.0f);
   // A^T B^T = (B A)^T: [[5,6],[7,8]] [[1,2],[3,4]] = [[23,34],[31,46]], transposed.
-  ASSERT_EQ(tessera::sgemm(Transpose::trans, Transpose::trans, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c,
-                           2),
-            tessera::Status::ok);
+  ASSERT_EQ(
+      tessera::sgemm(Transpose::trans, Transpose::trans, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2),
+      tessera::Status::ok);
   EXPECT_EQ(c[0], 23.0f);
   EXPECT_EQ(c[1], 31.0f);
   EXPECT_EQ(c[2], 34.0f);

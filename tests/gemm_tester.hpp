@@ -18,17 +18,47 @@
 
 class GemmTester {
  public:
-  GemmTester& m(int64_t v) { m_ = v; return *this; }
-  GemmTester& n(int64_t v) { n_ = v; return *this; }
-  GemmTester& k(int64_t v) { k_ = v; return *this; }
-  GemmTester& ta(tessera::Transpose v) { ta_ = v; return *this; }
-  GemmTester& tb(tessera::Transpose v) { tb_ = v; return *this; }
-  GemmTester& alpha(float v) { alpha_ = v; return *this; }
-  GemmTester& beta(float v) { beta_ = v; return *this; }
+  GemmTester& m(int64_t v) {
+    m_ = v;
+    return *this;
+  }
+  GemmTester& n(int64_t v) {
+    n_ = v;
+    return *this;
+  }
+  GemmTester& k(int64_t v) {
+    k_ = v;
+    return *this;
+  }
+  GemmTester& ta(tessera::Transpose v) {
+    ta_ = v;
+    return *this;
+  }
+  GemmTester& tb(tessera::Transpose v) {
+    tb_ = v;
+    return *this;
+  }
+  GemmTester& alpha(float v) {
+    alpha_ = v;
+    return *this;
+  }
+  GemmTester& beta(float v) {
+    beta_ = v;
+    return *this;
+  }
   // Extra elements beyond each row: leading dimensions wider than the row.
-  GemmTester& pad(int64_t v) { pad_ = v; return *this; }
-  GemmTester& batch(int64_t v) { batch_ = v; return *this; }
-  GemmTester& packed(bool v) { packed_ = v; return *this; }
+  GemmTester& pad(int64_t v) {
+    pad_ = v;
+    return *this;
+  }
+  GemmTester& batch(int64_t v) {
+    batch_ = v;
+    return *this;
+  }
+  GemmTester& packed(bool v) {
+    packed_ = v;
+    return *this;
+  }
 
   void test(uint32_t seed = 1) const {
     using tessera::Transpose;
@@ -50,8 +80,10 @@ class GemmTester {
       for (int64_t i = 0; i < sc; ++i) {
         const int64_t r = i / ldc, col = i % ldc;
         float& x = c[size_t(t * sc + i)];
-        if (r >= m_ || col >= n_) x = kGuard;
-        else if (beta_ == 0.0f) x = tt::kNaN;
+        if (r >= m_ || col >= n_)
+          x = kGuard;
+        else if (beta_ == 0.0f)
+          x = tt::kNaN;
       }
     auto ref = c;
     tessera::reference::sgemm_strided_batched(ta_, tb_, m_, n_, k_, alpha_, a.data(), lda, sa,
@@ -66,10 +98,10 @@ class GemmTester {
         for (int64_t j = 0; j < n_; ++j) {
           double abs_sum = 0.0;
           for (int64_t p = 0; p < k_; ++p) {
-            const float aip = ta_ == Transpose::no_trans ? a[t * sa + i * lda + p]
-                                                         : a[t * sa + p * lda + i];
-            const float bpj = tb_ == Transpose::no_trans ? b[t * sb + p * ldb + j]
-                                                         : b[t * sb + j * ldb + p];
+            const float aip =
+                ta_ == Transpose::no_trans ? a[t * sa + i * lda + p] : a[t * sa + p * lda + i];
+            const float bpj =
+                tb_ == Transpose::no_trans ? b[t * sb + p * ldb + j] : b[t * sb + j * ldb + p];
             abs_sum += std::fabs(double(aip) * bpj);
           }
           const double c0 = beta_ == 0.0f ? 0.0 : std::fabs(c[t * sc + i * ldc + j]);
@@ -78,8 +110,8 @@ class GemmTester {
                              1e-30;
           const float got = out[t * sc + i * ldc + j], want = ref[t * sc + i * ldc + j];
           ASSERT_FALSE(std::isnan(got)) << where(t, i, j);
-          ASSERT_LE(std::fabs(double(got) - want), tol) << where(t, i, j) << " got " << got
-                                                        << " want " << want;
+          ASSERT_LE(std::fabs(double(got) - want), tol)
+              << where(t, i, j) << " got " << got << " want " << want;
         }
         for (int64_t j = n_; j < ldc && i * ldc + j < sc; ++j)
           ASSERT_EQ(out[t * sc + i * ldc + j], kGuard) << "wrote past n at " << where(t, i, j);
@@ -105,8 +137,8 @@ class GemmTester {
                 Status::ok)
           << tessera::last_error();
     } else {
-      ASSERT_EQ(tessera::sgemm_strided_batched(ta_, tb_, m_, n_, k_, alpha_, a, lda, sa, b, ldb,
-                                               sb, beta_, c, ldc, sc, batch_),
+      ASSERT_EQ(tessera::sgemm_strided_batched(ta_, tb_, m_, n_, k_, alpha_, a, lda, sa, b, ldb, sb,
+                                               beta_, c, ldc, sc, batch_),
                 Status::ok)
           << tessera::last_error();
     }

@@ -1,7 +1,7 @@
 // The layers: Bahdanau additive attention (seed example, split form, reference) and the
 // multi-head attention layer (reference, GQA, biases, and KV-cache decoding equal to prefill).
-#include "data/seed_examples.inc"
 #include "tessera/layers.hpp"
+#include "data/seed_examples.inc"
 #include "tessera/reference.hpp"
 #include "tessera/softmax.hpp"
 #include "test_util.hpp"
@@ -27,8 +27,8 @@ TEST_P(Layers, SeedBahdanauExample) {
   float alpha[5];
   ASSERT_EQ(tessera::softmax(1, 5, scores, 5, alpha, 5), Status::ok);
   for (int j = 0; j < 5; ++j) EXPECT_NEAR(weights[j], alpha[j], 2e-6f) << j;
-  const float printed[16] = {-0.63514569f, 0.04917298f, -0.43930867f, -0.9268003f,
-                             1.01903919f,  -0.43181409f, 0.13365099f, -0.84746874f,
+  const float printed[16] = {-0.63514569f, 0.04917298f,  -0.43930867f, -0.9268003f,
+                             1.01903919f,  -0.43181409f, 0.13365099f,  -0.84746874f,
                              -0.37572203f, 0.18279832f,  -0.90452701f, 0.17872958f,
                              -0.58015282f, -0.58294027f, -0.75457577f, 1.32985756f};
   for (int c = 0; c < 16; ++c) EXPECT_NEAR(context[c], printed[c], 5e-6f) << c;
@@ -37,7 +37,8 @@ TEST_P(Layers, SeedBahdanauExample) {
 TEST_P(Layers, AdditiveSplitEqualsOneShotAndReference) {
   const int64_t L = 37, E = 24, Dd = 18, A = 13;
   const auto enc = tt::random_vec(L * E, 1), dec = tt::random_vec(Dd, 2);
-  const auto we = tt::random_vec(E * A, 3), wd = tt::random_vec(Dd * A, 4), v = tt::random_vec(A, 5);
+  const auto we = tt::random_vec(E * A, 3), wd = tt::random_vec(Dd * A, 4),
+             v = tt::random_vec(A, 5);
   std::vector<float> ctx(E), w(L), ctx2(E), w2(L), keys(L * A), rctx(E), rw(L);
   ASSERT_EQ(tessera::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
                                         v.data(), ctx.data(), w.data()),
@@ -46,8 +47,8 @@ TEST_P(Layers, AdditiveSplitEqualsOneShotAndReference) {
   ASSERT_EQ(tessera::additive_attention_step(L, E, Dd, A, enc.data(), keys.data(), dec.data(),
                                              wd.data(), v.data(), ctx2.data(), w2.data()),
             Status::ok);
-  tessera::reference::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(),
-                                         wd.data(), v.data(), rctx.data(), rw.data());
+  tessera::reference::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
+                                         v.data(), rctx.data(), rw.data());
   EXPECT_LE(tt::rel_err(ctx, ctx2), 1e-6);
   EXPECT_LE(tt::rel_err(w, w2), 1e-6);
   EXPECT_LE(tt::rel_err(ctx, rctx), 1e-5);
@@ -86,9 +87,9 @@ TEST_P(Layers, MhaMatchesReference) {
   for (int variant = 0; variant < 4; ++variant) {
     tessera::MhaDesc d;
     ASSERT_EQ(tessera::mha_desc_init(d, 2, 11, variant == 3 ? 19 : 11, 32, 4), Status::ok);
-    if (variant >= 1) d.kv_heads = 2;                       // GQA
+    if (variant >= 1) d.kv_heads = 2;  // GQA
     if (variant == 2) d.value_dim = 6, d.out_dim = 20, d.causal = 1, d.window_left = 4;
-    if (variant == 3) d.kv_in_dim = 12, d.q_in_dim = 9;     // cross attention
+    if (variant == 3) d.kv_in_dim = 12, d.q_in_dim = 9;  // cross attention
     MhaWeights w(d, 10 + variant);
     w.attach(d, variant != 1);
     const auto xq = tt::random_vec(d.batch * d.q_len * d.q_in_dim, 1);
@@ -127,8 +128,7 @@ TEST_P(Layers, MhaKvCacheDecodeEqualsFullCausal) {
     d.q_len = d.kv_len = step;
     d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = T, d.cache_len = pos;
     std::vector<float> xs(2 * step * M), out(2 * step * M);
-    for (int64_t b = 0; b < 2; ++b)
-      std::copy_n(&x[(b * T + pos) * M], step * M, &xs[b * step * M]);
+    for (int64_t b = 0; b < 2; ++b) std::copy_n(&x[(b * T + pos) * M], step * M, &xs[b * step * M]);
     ASSERT_EQ(tessera::mha_forward(d, xs.data(), xs.data(), out.data()), Status::ok)
         << tessera::last_error();
     for (int64_t b = 0; b < 2; ++b)
@@ -165,11 +165,11 @@ TEST_P(Layers, SeedBahdanauExampleKeysThenStep) {
   ASSERT_EQ(tessera::additive_keys(5, 16, 10, seed_data::kEnc, seed_data::kLayer1, keys),
             Status::ok);
   ASSERT_EQ(tessera::additive_attention_step(5, 16, 16, 10, seed_data::kEnc, keys, seed_data::kDec,
-                                             seed_data::kLayer1 + 160, seed_data::kLayer2,
-                                             context, nullptr),
+                                             seed_data::kLayer1 + 160, seed_data::kLayer2, context,
+                                             nullptr),
             Status::ok);
-  const float printed[16] = {-0.63514569f, 0.04917298f, -0.43930867f, -0.9268003f,
-                             1.01903919f,  -0.43181409f, 0.13365099f, -0.84746874f,
+  const float printed[16] = {-0.63514569f, 0.04917298f,  -0.43930867f, -0.9268003f,
+                             1.01903919f,  -0.43181409f, 0.13365099f,  -0.84746874f,
                              -0.37572203f, 0.18279832f,  -0.90452701f, 0.17872958f,
                              -0.58015282f, -0.58294027f, -0.75457577f, 1.32985756f};
   for (int c = 0; c < 16; ++c) EXPECT_NEAR(context[c], printed[c], 5e-6f) << c;

@@ -170,8 +170,10 @@ TEST_P(Softmax, BitwiseIdenticalForAnyThreadCount) {
       y.insert(y.end(), lse.begin(), lse.end());
       out.push_back(std::move(y));
     }
-    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4), 0) << rows << "x" << cols;
-    EXPECT_EQ(std::memcmp(out[0].data(), out[2].data(), out[0].size() * 4), 0) << rows << "x" << cols;
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4), 0)
+        << rows << "x" << cols;
+    EXPECT_EQ(std::memcmp(out[0].data(), out[2].data(), out[0].size() * 4), 0)
+        << rows << "x" << cols;
   }
 }
 
@@ -191,13 +193,15 @@ TEST(OnlineSoftmax, MergeOfPartsEqualsWhole) {
       for (int j = j0; j < j1; ++j) part.add(s[size_t(j)]);
       std::vector<float> po(4, 0.0f);
       for (int j = j0; j < j1; ++j)
-        for (int c = 0; c < 4; ++c) po[size_t(c)] += std::exp(s[size_t(j)] - part.max) * v[size_t(j * 4 + c)];
+        for (int c = 0; c < 4; ++c)
+          po[size_t(c)] += std::exp(s[size_t(j)] - part.max) * v[size_t(j * 4 + c)];
       tessera::merge_partial_output(total, o.data(), part, po.data(), 4);
     }
     EXPECT_NEAR(total.lse(), lse_ref, 1e-5f) << parts;
     for (int c = 0; c < 4; ++c) {
       double want = 0.0;
-      for (int j = 0; j < 1000; ++j) want += std::exp(double(s[size_t(j)]) - lse_ref) * v[size_t(j * 4 + c)];
+      for (int j = 0; j < 1000; ++j)
+        want += std::exp(double(s[size_t(j)]) - lse_ref) * v[size_t(j * 4 + c)];
       EXPECT_NEAR(o[size_t(c)] / total.sum, want, 1e-5) << parts;
     }
   }

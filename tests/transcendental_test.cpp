@@ -2,8 +2,9 @@
 //
 // The points are float bit patterns taken at a fixed stride through the whole range (so every
 // binade is sampled in proportion to its size, as an exhaustive sweep would weigh it): 10^8
-// natively, 2^21 under qemu, 2^22 in sanitizer builds (tests/CMakeLists.txt). Errors are measured against the correctly rounded result (double
-// precision, then rounded), so a 1-ulp library exp would count as at most 1 ulp here too.
+// natively, 2^21 under qemu, 2^22 in sanitizer builds (tests/CMakeLists.txt). Errors are measured
+// against the correctly rounded result (double precision, then rounded), so a 1-ulp library exp
+// would count as at most 1 ulp here too.
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +36,8 @@ double ulp_error(float y, double ref) {
   const float r = static_cast<float>(ref);
   if (y == r) return 0.0;
   if (!std::isfinite(r) || !std::isfinite(y)) return std::numeric_limits<double>::infinity();
-  const double ulp = std::nextafter(std::fabs(r), std::numeric_limits<float>::infinity()) - std::fabs(r);
+  const double ulp =
+      std::nextafter(std::fabs(r), std::numeric_limits<float>::infinity()) - std::fabs(r);
   return std::fabs(double(y) - ref) / ulp;
 }
 
@@ -53,7 +55,9 @@ std::vector<Worst> sweep(const std::vector<ArrayFn>& fns, float lo, float hi, in
     const int32_t b = static_cast<int32_t>(to_bits(f));
     return b >= 0 ? int64_t(b) : -int64_t(b & 0x7fffffff);
   };
-  auto unkey = [](int64_t k) { return k >= 0 ? from_bits(uint32_t(k)) : from_bits(uint32_t(-k) | 0x80000000u); };
+  auto unkey = [](int64_t k) {
+    return k >= 0 ? from_bits(uint32_t(k)) : from_bits(uint32_t(-k) | 0x80000000u);
+  };
   const int64_t k0 = key(lo), k1 = key(hi);
   const int64_t stride = std::max<int64_t>(1, (k1 - k0) / points);
   std::vector<Worst> worst(fns.size());
@@ -93,12 +97,14 @@ TEST(Transcendental, ExpWithinTwoUlpOnItsRange) {
   for (auto* t : tables()) fns.push_back(t->softmax.exp);
   const auto w = sweep(fns, -87.3365f, 88.7228f, kPoints, [](double v) { return std::exp(v); });
   print_table("exp", "[-87.3365, 88.7228]", w);
-  for (size_t i = 0; i < w.size(); ++i) EXPECT_LE(w[i].ulp, 2.0) << tables()[i]->name << " at " << w[i].x;
+  for (size_t i = 0; i < w.size(); ++i)
+    EXPECT_LE(w[i].ulp, 2.0) << tables()[i]->name << " at " << w[i].x;
 }
 
 TEST(Transcendental, ExpSpecialValues) {
   const float inf = tt::kInf;
-  const std::vector<float> x = {-inf, -1e30f, -104.0f, -87.5f, -87.34f, 0.0f, -0.0f, 88.73f, 89.0f, 1e30f, inf, tt::kNaN};
+  const std::vector<float> x = {-inf,  -1e30f, -104.0f, -87.5f, -87.34f, 0.0f,
+                                -0.0f, 88.73f, 89.0f,   1e30f,  inf,     tt::kNaN};
   for (auto* t : tables()) {
     std::vector<float> y(x.size());
     t->softmax.exp(int64_t(x.size()), x.data(), y.data());
@@ -114,7 +120,8 @@ TEST(Transcendental, ExpSpecialValues) {
     EXPECT_EQ(y[9], inf) << t->name;
     EXPECT_EQ(y[10], inf) << t->name;
     EXPECT_TRUE(std::isnan(y[11])) << t->name;
-    for (size_t i = 0; i + 1 < x.size(); ++i) EXPECT_FALSE(std::isnan(y[i])) << t->name << " at " << x[i];
+    for (size_t i = 0; i + 1 < x.size(); ++i)
+      EXPECT_FALSE(std::isnan(y[i])) << t->name << " at " << x[i];
   }
 }
 
@@ -123,13 +130,15 @@ TEST(Transcendental, TanhWithinTwoUlpEverywhere) {
   // mode), so on neon32 the sweep starts at FLT_MIN; everywhere else at the smallest subnormal.
   for (auto* t : tables()) {
     const bool ftz = std::strcmp(t->name, "neon32") == 0;
-    const float tiny = ftz ? std::numeric_limits<float>::min() : std::numeric_limits<float>::denorm_min();
+    const float tiny =
+        ftz ? std::numeric_limits<float>::min() : std::numeric_limits<float>::denorm_min();
     const float big = std::numeric_limits<float>::max();
     auto ref = [](double v) { return std::tanh(v); };
     auto neg = sweep({t->softmax.tanh}, -big, -tiny, kPoints / 2, ref);
     auto pos = sweep({t->softmax.tanh}, tiny, big, kPoints / 2, ref);
     const Worst w = pos[0].ulp > neg[0].ulp ? pos[0] : neg[0];
-    std::printf("ULP table: tanh on all finite floats from %g (%" PRId64 " points)\n  %-7s max %.3f ulp at x = %.9g\n",
+    std::printf("ULP table: tanh on all finite floats from %g (%" PRId64
+                " points)\n  %-7s max %.3f ulp at x = %.9g\n",
                 double(tiny), kPoints, t->name, w.ulp, double(w.x));
     EXPECT_LE(w.ulp, 2.0) << t->name << " at " << w.x;
   }

@@ -24,8 +24,8 @@ void gemm_ukernel_packed_neon32_dup(int64_t kc, const float* a, const float* b, 
   using B = xsimd::batch<float, xsimd::neon>;
   prefetch_c<R, NV, 4>(c, ldc);
   float32x4_t acc[R][NV];
-  TESSERA_UNROLL for (int i = 0; i < R; ++i)
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = vdupq_n_f32(0.0f);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
+      vdupq_n_f32(0.0f);
   for (int32_t p = 0; p < static_cast<int32_t>(kc); ++p, a += MR, b += NV * 4) {
     float32x4_t bv[NV];
     TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = vld1q_f32(b + 4 * v);
@@ -35,8 +35,8 @@ void gemm_ukernel_packed_neon32_dup(int64_t kc, const float* a, const float* b, 
     }
   }
   B out[R][NV];
-  TESSERA_UNROLL for (int i = 0; i < R; ++i)
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) out[i][v] = B(acc[i][v]);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) out[i][v] =
+      B(acc[i][v]);
   store_tile<xsimd::neon, R, NV>(out, c, ldc, nr, alpha, beta);
 }
 

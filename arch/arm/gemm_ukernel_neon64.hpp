@@ -25,8 +25,8 @@ void gemm_ukernel_packed_neon64_lane(int64_t kc, const float* a, const float* b,
   using B = xsimd::batch<float, xsimd::neon64>;
   prefetch_c<R, NV, 4>(c, ldc);
   float32x4_t acc[R][NV];
-  TESSERA_UNROLL for (int i = 0; i < R; ++i)
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = vdupq_n_f32(0.0f);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
+      vdupq_n_f32(0.0f);
   for (int64_t p = 0; p < kc; ++p, a += MR, b += NV * 4) {
     float32x4_t bv[NV];
     TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = vld1q_f32(b + 4 * v);
@@ -41,8 +41,8 @@ void gemm_ukernel_packed_neon64_lane(int64_t kc, const float* a, const float* b,
     }
   }
   B out[R][NV];
-  TESSERA_UNROLL for (int i = 0; i < R; ++i)
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) out[i][v] = B(acc[i][v]);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) out[i][v] =
+      B(acc[i][v]);
   store_tile<xsimd::neon64, R, NV>(out, c, ldc, nr, alpha, beta);
 }
 
@@ -51,8 +51,10 @@ template <int MR, int NV>
 struct Neon64PackedKernel {
   template <int R>
   static constexpr GemmPackedFn get() {
-    if constexpr (R % 4 == 0) return &gemm_ukernel_packed_neon64_lane<MR, R, NV>;
-    else return &gemm_ukernel_packed<xsimd::neon64, MR, R, NV>;
+    if constexpr (R % 4 == 0)
+      return &gemm_ukernel_packed_neon64_lane<MR, R, NV>;
+    else
+      return &gemm_ukernel_packed<xsimd::neon64, MR, R, NV>;
   }
 };
 

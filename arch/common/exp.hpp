@@ -111,33 +111,29 @@ inline xsimd::batch<float, Arch> tanh_vec(xsimd::batch<float, Arch> x) {
   return xsimd::select(xsimd::isnan(x), x, y);
 }
 
-// Array forms, for the tests' ULP tables and the benchmarks.
-template <class Arch>
-void exp_array(int64_t n, const float* x, float* y) {
+// Array forms, for the tests' ULP tables, the benchmarks and the layers (tanh).
+template <class Arch, class F>
+void map_array(int64_t n, const float* x, float* y, F f) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   int64_t i = 0;
-  for (; i + W <= n; i += W) exp_vec<Arch>(B::load_unaligned(x + i)).store_unaligned(y + i);
-  if (i < n) {
+  for (; i + W <= n; i += W) f(B::load_unaligned(x + i)).store_unaligned(y + i);
+  if (i < n) {  // the tail through one padded vector, so every element takes the same path
     alignas(64) float buf[W] = {};
     for (int64_t j = i; j < n; ++j) buf[j - i] = x[j];
-    exp_vec<Arch>(B::load_aligned(buf)).store_aligned(buf);
+    f(B::load_aligned(buf)).store_aligned(buf);
     for (int64_t j = i; j < n; ++j) y[j] = buf[j - i];
   }
 }
 
 template <class Arch>
+void exp_array(int64_t n, const float* x, float* y) {
+  map_array<Arch>(n, x, y, [](xsimd::batch<float, Arch> v) { return exp_vec<Arch>(v); });
+}
+
+template <class Arch>
 void tanh_array(int64_t n, const float* x, float* y) {
-  using B = xsimd::batch<float, Arch>;
-  constexpr int64_t W = B::size;
-  int64_t i = 0;
-  for (; i + W <= n; i += W) tanh_vec<Arch>(B::load_unaligned(x + i)).store_unaligned(y + i);
-  if (i < n) {
-    alignas(64) float buf[W] = {};
-    for (int64_t j = i; j < n; ++j) buf[j - i] = x[j];
-    tanh_vec<Arch>(B::load_aligned(buf)).store_aligned(buf);
-    for (int64_t j = i; j < n; ++j) y[j] = buf[j - i];
-  }
+  map_array<Arch>(n, x, y, [](xsimd::batch<float, Arch> v) { return tanh_vec<Arch>(v); });
 }
 
 }  // namespace tessera::arch

@@ -82,13 +82,15 @@ void gemm_pack_b(bool trans, int64_t kc, int64_t nc, const float* b, int64_t ldb
       for (; p_done + W <= kc; p_done += W) {
         for (int64_t c0 = 0; c0 < NR; c0 += 4) {
           V r[4];
-          for (int64_t i = 0; i < 4; ++i) r[i] = V::load_unaligned(b + (j0 + c0 + i) * ldb + p_done);
+          for (int64_t i = 0; i < 4; ++i)
+            r[i] = V::load_unaligned(b + (j0 + c0 + i) * ldb + p_done);
           transpose_4_rows<Arch>(r);
           alignas(64) float lanes[4][W];
           for (int64_t t = 0; t < 4; ++t) r[t].store_aligned(lanes[t]);
           for (int64_t lane = 0; lane < W / 4; ++lane)
             for (int64_t t = 0; t < 4; ++t)
-              std::memcpy(out + (p_done + 4 * lane + t) * NR + c0, lanes[t] + 4 * lane, 4 * sizeof(float));
+              std::memcpy(out + (p_done + 4 * lane + t) * NR + c0, lanes[t] + 4 * lane,
+                          4 * sizeof(float));
         }
       }
     }

@@ -35,24 +35,23 @@ namespace tessera::arch {
 // Always inlined: called out of line, the accumulators would make a round trip through the
 // stack, and those stores queue behind the C stores' cache misses.
 template <class Arch, int R, int NV>
-TESSERA_ALWAYS_INLINE void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], float* c, int64_t ldc, int64_t nr,
-                       float alpha, float beta) {
+TESSERA_ALWAYS_INLINE void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], float* c,
+                                      int64_t ldc, int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
   const B va(alpha);
   if (nr == NV * W) {
-    TESSERA_UNROLL for (int i = 0; i < R; ++i)
-      TESSERA_UNROLL for (int v = 0; v < NV; ++v) {
-        float* dst = c + i * ldc + v * W;
-        B r = acc[i][v] * va;
-        if (beta != 0.0f) r = xsimd::fma(B(beta), B::load_unaligned(dst), r);
-        r.store_unaligned(dst);
-      }
+    TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) {
+      float* dst = c + i * ldc + v * W;
+      B r = acc[i][v] * va;
+      if (beta != 0.0f) r = xsimd::fma(B(beta), B::load_unaligned(dst), r);
+      r.store_unaligned(dst);
+    }
     return;
   }
   alignas(64) float buf[NV * W];
   TESSERA_UNROLL for (int i = 0; i < R; ++i) {
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) (acc[i][v] * va).store_aligned(buf + v * W);
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v)(acc[i][v] * va).store_aligned(buf + v * W);
     float* dst = c + i * ldc;
     if (beta != 0.0f) {
       for (int64_t j = 0; j < nr; ++j) dst[j] = beta * dst[j] + buf[j];
@@ -80,8 +79,8 @@ void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
   constexpr int W = static_cast<int>(B::size);
   prefetch_c<R, NV, W>(c, ldc);
   B acc[R][NV];
-  TESSERA_UNROLL for (int i = 0; i < R; ++i)
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
+      B(0.0f);
   for (int64_t p = 0; p < kc; ++p) {
     B bv[NV];
     TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + p * ldb + v * W);
@@ -103,8 +102,8 @@ void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, i
   constexpr int W = static_cast<int>(B::size);
   prefetch_c<R, NV, W>(c, ldc);
   B acc[R][NV];
-  TESSERA_UNROLL for (int i = 0; i < R; ++i)
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
+      B(0.0f);
   for (int64_t p = 0; p < kc; ++p, a += MR, b += NV * W) {
     B bv[NV];
     // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the

@@ -66,8 +66,7 @@ inline xsimd::batch<float, Arch> load_scaled(const float* x, int64_t i, int64_t 
 }  // namespace softmax_detail
 
 template <class Arch>
-void softmax_stats_online(int64_t n, const float* x, float scale, float* out_max,
-                          float* out_sum) {
+void softmax_stats_online(int64_t n, const float* x, float scale, float* out_max, float* out_sum) {
   using namespace softmax_detail;
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
@@ -136,7 +135,8 @@ float exp_sum(int64_t n, const float* x, float scale, float shift, float* y) {
   for (; i < n; i += W) {
     alignas(64) float buf[W];
     const int64_t len = n - i < W ? n - i : W;
-    for (int64_t j = 0; j < W; ++j) buf[j] = j < len ? x[i + j] * scale - shift : softmax_detail::kNegInf;
+    for (int64_t j = 0; j < W; ++j)
+      buf[j] = j < len ? x[i + j] * scale - shift : softmax_detail::kNegInf;
     const B e = exp_vec_nonpositive<Arch>(B::load_aligned(buf));
     e.store_aligned(buf);
     if (y)
@@ -171,7 +171,8 @@ void affine(int64_t n, const float* x, float mul, float add, float* y) {
   constexpr int64_t W = B::size;
   const B vmul(mul), vadd(add);
   int64_t i = 0;
-  for (; i + W <= n; i += W) xsimd::fma(B::load_unaligned(x + i), vmul, vadd).store_unaligned(y + i);
+  for (; i + W <= n; i += W)
+    xsimd::fma(B::load_unaligned(x + i), vmul, vadd).store_unaligned(y + i);
   for (; i < n; ++i) y[i] = x[i] * mul + add;
 }
 
@@ -193,13 +194,12 @@ void softmax_row_cached(int64_t n, const float* x, float scale, float* y, float*
 
 // (max, sum) of a cached row in two passes: max, then the sum of exps (one exp per element).
 template <class Arch>
-void softmax_stats_cached(int64_t n, const float* x, float scale, float* out_max,
-                          float* out_sum) {
+void softmax_stats_cached(int64_t n, const float* x, float scale, float* out_max, float* out_sum) {
   const float m = row_max<Arch>(n, x) * scale;
   *out_max = m;
   const bool finite = m > softmax_detail::kNegInf && m < -softmax_detail::kNegInf;
-  *out_sum = finite ? exp_sum<Arch>(n, x, scale, m, nullptr)
-                    : std::numeric_limits<float>::quiet_NaN();
+  *out_sum =
+      finite ? exp_sum<Arch>(n, x, scale, m, nullptr) : std::numeric_limits<float>::quiet_NaN();
 }
 
 }  // namespace tessera::arch

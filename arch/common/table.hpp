@@ -39,8 +39,7 @@ void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.dot1[R + 1] = &gemm_dot_nt<Arch, R + 1, 1>), ...);
 }
 
-template <class Arch, const GemmBlocking& G,
-          class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
+template <class Arch, const GemmBlocking& G, class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
 KernelTable make_table(const char* name) {
   static_assert(G.mr <= kMaxMR && G.dot_rows <= kMaxDotRows, "tile exceeds the table");
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);

@@ -21,7 +21,7 @@ using MhaDesc = tessera_mha_desc;
 TESSERA_API Status mha_desc_init(MhaDesc& desc, int64_t batch, int64_t q_len, int64_t kv_len,
                                  int64_t model_dim, int64_t heads);
 TESSERA_API Status mha_workspace_size(const MhaDesc& desc, size_t& bytes);
-TESSERA_API Status mha_forward(const MhaDesc& desc, const float* x_q, const float* x_kv,
-                               float* out, void* workspace = nullptr, size_t workspace_bytes = 0);
+TESSERA_API Status mha_forward(const MhaDesc& desc, const float* x_q, const float* x_kv, float* out,
+                               void* workspace = nullptr, size_t workspace_bytes = 0);
 
 }  // namespace tessera

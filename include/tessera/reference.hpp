@@ -8,34 +8,38 @@
 namespace tessera::reference {
 
 TESSERA_API void sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc);
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc);
 TESSERA_API void sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
-                           float alpha, const float* a, int64_t lda, int64_t stride_a,
-                           const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
-                           int64_t ldc, int64_t stride_c, int64_t batch);
+                                       float alpha, const float* a, int64_t lda, int64_t stride_a,
+                                       const float* b, int64_t ldb, int64_t stride_b, float beta,
+                                       float* c, int64_t ldc, int64_t stride_c, int64_t batch);
 
-TESSERA_API void softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
-             float scale);
-TESSERA_API void log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
-                 float scale);
-TESSERA_API void logsumexp(int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale, float* out);
+TESSERA_API void softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,
+                         int64_t ldy, float scale);
+TESSERA_API void log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,
+                             int64_t ldy, float scale);
+TESSERA_API void logsumexp(int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale,
+                           float* out);
 
 // Writes O and, when desc.lse is set, the log-sum-exp of each query row.
 TESSERA_API void attention(const tessera_attention_desc& desc, const float* q, const float* k,
-               const float* v, float* o);
+                           const float* v, float* o);
 
 TESSERA_API void additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim, const float* enc,
-                   const float* w_enc, float* keys);
-TESSERA_API void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,
-                             const float* enc, const float* keys, const float* dec,
-                             const float* w_dec, const float* v, float* context, float* weights);
-TESSERA_API void additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,
-                        const float* enc, const float* dec, const float* w_enc,
-                        const float* w_dec, const float* v, float* context, float* weights);
+                               const float* w_enc, float* keys);
+TESSERA_API void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
+                                         int64_t attn_dim, const float* enc, const float* keys,
+                                         const float* dec, const float* w_dec, const float* v,
+                                         float* context, float* weights);
+TESSERA_API void additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
+                                    int64_t attn_dim, const float* enc, const float* dec,
+                                    const float* w_enc, const float* w_dec, const float* v,
+                                    float* context, float* weights);
 
 // The multi-head attention layer, composed of the reference operations (updates the KV cache
 // as the layer does).
-TESSERA_API void mha_forward(const tessera_mha_desc& desc, const float* x_q, const float* x_kv, float* out);
+TESSERA_API void mha_forward(const tessera_mha_desc& desc, const float* x_q, const float* x_kv,
+                             float* out);
 
 }  // namespace tessera::reference

@@ -34,7 +34,6 @@ struct TESSERA_API OnlineSoftmaxState {
 // sum_j exp(s_j - state_a.max) v_j (unnormalised); b likewise. Afterwards a holds the merge:
 // o_a = o_a exp(m_a - m) + o_b exp(m_b - m) with m the merged max. Divide by a.sum at the end.
 TESSERA_API void merge_partial_output(OnlineSoftmaxState& a, float* o_a,
-                                      const OnlineSoftmaxState& b, const float* o_b,
-                                      int64_t dim);
+                                      const OnlineSoftmaxState& b, const float* o_b, int64_t dim);
 
 }  // namespace tessera

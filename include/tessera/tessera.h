@@ -49,7 +49,7 @@ typedef enum tessera_transpose {
 
 /* Where query i sits among the keys, for causal and window masks and ALiBi distances. */
 typedef enum tessera_align {
-  TESSERA_ALIGN_TOP_LEFT = 0,    /* position i (PyTorch is_causal) */
+  TESSERA_ALIGN_TOP_LEFT = 0,     /* position i (PyTorch is_causal) */
   TESSERA_ALIGN_BOTTOM_RIGHT = 1, /* position i + valid_kv_len - q_len (KV-cache decoding) */
   TESSERA_ALIGN_MIN_ENUM = -0x7FFFFFFF - 1,
   TESSERA_ALIGN_MAX_ENUM = 0x7FFFFFFF
@@ -95,16 +95,16 @@ TESSERA_API tessera_status tessera_sgemm_pack_b(tessera_transpose tb, int64_t k,
 /* C = alpha * op(A) * B + beta * C with B packed by tessera_sgemm_pack_b for the same k and n
  * under the same kernel table (otherwise TESSERA_INVALID_ARGUMENT). */
 TESSERA_API tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n,
-                                                int64_t k, float alpha, const float* a,
-                                                int64_t lda, const void* packed, float beta,
-                                                float* c, int64_t ldc);
+                                                int64_t k, float alpha, const float* a, int64_t lda,
+                                                const void* packed, float beta, float* c,
+                                                int64_t ldc);
 
 /* ---- softmax -------------------------------------------------------------------------------- */
 
 /* y[r,:] = softmax(scale * x[r,:]); scale finite and > 0; y may equal x (in place).
  * An all -inf row gives zeros. */
-TESSERA_API tessera_status tessera_softmax(int64_t rows, int64_t cols, const float* x,
-                                           int64_t ldx, float* y, int64_t ldy, float scale);
+TESSERA_API tessera_status tessera_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx,
+                                           float* y, int64_t ldy, float scale);
 /* y[r,:] = log_softmax(scale * x[r,:]); an all -inf row gives -inf. */
 TESSERA_API tessera_status tessera_log_softmax(int64_t rows, int64_t cols, const float* x,
                                                int64_t ldx, float* y, int64_t ldy, float scale);
@@ -124,8 +124,8 @@ typedef struct tessera_attention_desc {
   float scale; /* 0 means 1/sqrt(head_dim) */
   /* strides in elements for (batch, head, seq); the feature dimension is contiguous */
   int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
-  int causal;          /* 0 or 1: key j visible only if j <= p */
-  tessera_align align; /* position p of query i, for causal, window and ALiBi */
+  int causal;                        /* 0 or 1: key j visible only if j <= p */
+  tessera_align align;               /* position p of query i, for causal, window and ALiBi */
   int64_t window_left, window_right; /* p - left <= j <= p + right; -1 is unbounded */
   const int32_t* kv_lens;            /* [batch] valid key lengths, or NULL for kv_len */
   const float* bias;                 /* additive bias over (batch, head, query, key), or NULL */
@@ -158,13 +158,14 @@ TESSERA_API tessera_status tessera_additive_attention(int64_t enc_len, int64_t e
                                                       float* weights);
 /* keys = enc W_enc (enc_len x attn_dim): once per encoded sequence. */
 TESSERA_API tessera_status tessera_additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim,
-                                                 const float* enc, const float* w_enc,
-                                                 float* keys);
+                                                 const float* enc, const float* w_enc, float* keys);
 /* One decoder step against keys from tessera_additive_keys. */
-TESSERA_API tessera_status tessera_additive_attention_step(
-    int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim, const float* enc,
-    const float* keys, const float* dec, const float* w_dec, const float* v, float* context,
-    float* weights);
+TESSERA_API tessera_status tessera_additive_attention_step(int64_t enc_len, int64_t enc_dim,
+                                                           int64_t dec_dim, int64_t attn_dim,
+                                                           const float* enc, const float* keys,
+                                                           const float* dec, const float* w_dec,
+                                                           const float* v, float* context,
+                                                           float* weights);
 
 /* ---- multi-head attention layer ------------------------------------------------------------- */
 
@@ -195,8 +196,7 @@ typedef struct tessera_mha_desc {
 TESSERA_API tessera_status tessera_mha_desc_init(tessera_mha_desc* desc, int64_t batch,
                                                  int64_t q_len, int64_t kv_len, int64_t model_dim,
                                                  int64_t heads);
-TESSERA_API tessera_status tessera_mha_workspace_size(const tessera_mha_desc* desc,
-                                                      size_t* bytes);
+TESSERA_API tessera_status tessera_mha_workspace_size(const tessera_mha_desc* desc, size_t* bytes);
 /* workspace may be NULL (then Tessera allocates); otherwise it holds workspace_bytes >= the
  * size reported above. x_kv may equal x_q (self-attention). */
 TESSERA_API tessera_status tessera_mha_forward(const tessera_mha_desc* desc, const float* x_q,

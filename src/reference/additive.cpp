@@ -15,8 +15,7 @@ void additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim, const flo
 
 void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,
                              const float* enc, const float* keys, const float* dec,
-                             const float* w_dec, const float* v, float* context,
-                             float* weights) {
+                             const float* w_dec, const float* v, float* context, float* weights) {
   std::vector<double> query(static_cast<size_t>(attn_dim), 0.0);
   for (int64_t d = 0; d < dec_dim; ++d)
     for (int64_t a = 0; a < attn_dim; ++a) query[a] += double(dec[d]) * w_dec[d * attn_dim + a];
@@ -43,8 +42,8 @@ void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, 
 }
 
 void additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,
-                        const float* enc, const float* dec, const float* w_enc,
-                        const float* w_dec, const float* v, float* context, float* weights) {
+                        const float* enc, const float* dec, const float* w_enc, const float* w_dec,
+                        const float* v, float* context, float* weights) {
   std::vector<float> keys(static_cast<size_t>(enc_len * attn_dim));
   additive_keys(enc_len, enc_dim, attn_dim, enc, w_enc, keys.data());
   additive_attention_step(enc_len, enc_dim, dec_dim, attn_dim, enc, keys.data(), dec, w_dec, v,

@@ -31,8 +31,8 @@ void attention(const tessera_attention_desc& d, const float* q, const float* k, 
           if (d.causal && j > p) vis = false;
           if (d.window_left >= 0 && j < p - d.window_left) vis = false;
           if (d.window_right >= 0 && j > p + d.window_right) vis = false;
-          if (d.mask && d.mask[b * d.mask_stride[0] + h * d.mask_stride[1] +
-                               i * d.mask_stride[2] + j * d.mask_stride[3]] == 0)
+          if (d.mask && d.mask[b * d.mask_stride[0] + h * d.mask_stride[1] + i * d.mask_stride[2] +
+                               j * d.mask_stride[3]] == 0)
             vis = false;
           visible[j] = 0;
           if (!vis) continue;

@@ -3,9 +3,8 @@
 
 namespace tessera::reference {
 
-void sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc) {
+void sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0.0;
@@ -23,10 +22,10 @@ void sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float al
   }
 }
 
-void sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
-                           float alpha, const float* a, int64_t lda, int64_t stride_a,
-                           const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
-                           int64_t ldc, int64_t stride_c, int64_t batch) {
+void sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float* a, int64_t lda, int64_t stride_a, const float* b,
+                           int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
+                           int64_t stride_c, int64_t batch) {
   for (int64_t i = 0; i < batch; ++i) {
     sgemm(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
           c + i * stride_c, ldc);

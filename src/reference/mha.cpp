@@ -67,8 +67,7 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_kv,
         const float* qi = qp.data() + (b * d.q_len + i) * Hq * D + h * D;
         double m = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < total; ++j) {
-          const bool vis = !(d.causal && j > p) &&
-                           !(d.window_left >= 0 && j < p - d.window_left) &&
+          const bool vis = !(d.causal && j > p) && !(d.window_left >= 0 && j < p - d.window_left) &&
                            !(d.window_right >= 0 && j > p + d.window_right);
           s[j] = -std::numeric_limits<double>::infinity();
           if (!vis) continue;
