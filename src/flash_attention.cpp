@@ -88,7 +88,7 @@ struct TileState {
   float* o;      // rows x Dv, the unnormalised output
   float* m;      // rows
   float* l;      // rows
-  int* special;  // rows: a +inf score was seen (finished exactly at the end)
+  float* special;  // rows: 1 if a +inf score was seen (finished exactly at the end)
 };
 
 // Applies masks and score modifications to the tile S[rows x n] for keys [j0, j0 + n).
@@ -213,7 +213,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       const float tile_max = sk.max(n, srow);
       const float m_old = st.m[r];
       const float m_new = std::isnan(tile_max) ? m_old : std::max(m_old, tile_max);
-      if (m_new == kInf) st.special[r] = 1;
+      if (m_new == kInf) st.special[r] = 1.0f;
       if (m_new == -kInf || m_new == kInf) {  // nothing visible yet, or a special row
         std::memset(srow, 0, sizeof(float) * n);
         continue;
@@ -271,8 +271,8 @@ bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, in
     *slots[i] = p;
     p += sizes[i];
   }
-  st.special = reinterpret_cast<int*>(p);
-  for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0;
+  st.special = p;
+  for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0.0f;
   std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
   return true;
 }
@@ -295,7 +295,7 @@ void finish_rows(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t b
     const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
     float* orow = o + b * d.o_stride[0] + h * d.o_stride[1] + i * d.o_stride[2];
     float* lse = d.lse ? d.lse + (b * d.q_heads + h) * d.q_len + i : nullptr;
-    if (st.special[r]) {
+    if (st.special[r] != 0.0f) {
       attention_row_exact(d, b, h, i, q, k, v, orow, lse);
       continue;
     }
@@ -373,7 +373,7 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
             for (int64_t i = 0; i < rows; ++i) {
               out[i * (3 + Dv)] = st.m[i];
               out[i * (3 + Dv) + 1] = st.l[i];
-              out[i * (3 + Dv) + 2] = float(st.special[i]);
+              out[i * (3 + Dv) + 2] = st.special[i];
               std::memcpy(out + i * (3 + Dv) + 3, st.o + i * Dv, sizeof(float) * size_t(Dv));
             }
           }
@@ -387,14 +387,14 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
     const auto nrows = static_cast<size_t>(rows);
     std::vector<float> o_acc(nrows * static_cast<size_t>(Dv));
     std::vector<OnlineSoftmaxState> state(nrows);
-    std::vector<int> special(nrows, 0);
+    std::vector<float> special(nrows, 0.0f);
     for (int64_t c = 0; c < chunks; ++c) {
       const float* part = partial.data() + (unit * chunks + c) * stride;
       for (int64_t i = 0; i < rows; ++i) {
         OnlineSoftmaxState s;
         s.max = part[i * (3 + Dv)];
         s.sum = part[i * (3 + Dv) + 1];
-        special[size_t(i)] |= part[i * (3 + Dv) + 2] != 0.0f;
+        if (part[i * (3 + Dv) + 2] != 0.0f) special[size_t(i)] = 1.0f;
         if (c == 0) {
           state[size_t(i)] = s;
           std::memcpy(o_acc.data() + i * Dv, part + i * (3 + Dv) + 3, sizeof(float) * size_t(Dv));

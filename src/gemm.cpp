@@ -65,10 +65,11 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
   TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
   TESSERA_CHECK(detail::check_nonneg("stride_a", stride_a));
   TESSERA_CHECK(detail::check_nonneg("stride_b", stride_b));
-  if (batch > 1 && m > 0 && n > 0 && stride_c < (m - 1) * ldc + n) {
+  const int64_t c_span = (m - 1) * ldc + n;  // elements one C matrix covers
+  if (batch > 1 && m > 0 && n > 0 && stride_c < c_span) {
     return detail::fail(Status::invalid_argument,
                         "stride_c = %lld makes the C matrices overlap (needs >= %lld)",
-                        (long long)stride_c, (long long)((m - 1) * ldc + n));
+                        static_cast<long long>(stride_c), static_cast<long long>(c_span));
   }
   if (m == 0 || n == 0 || batch == 0) return Status::ok;
   const arch::GemmKernels& kt = gemm_kernels();
@@ -117,6 +118,8 @@ Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t 
   h.nr = gemm_kernels().nr;
   h.kc = gemm_kernels().kc;
   std::memcpy(packed, &h, sizeof h);
+  // The panels follow the 64-byte header in the caller's float-aligned buffer.
+  // cppcheck-suppress invalidPointerCast
   float* out = reinterpret_cast<float*>(static_cast<char*>(packed) + kHeaderBytes);
   detail::gemm_pack_b_full(gemm_kernels(), tb == Transpose::trans, k, n, b, ldb, out);
   return Status::ok;
@@ -148,6 +151,7 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
     return detail::fail(Status::invalid_argument, "packed was written with another blocking");
   detail::GemmProblem p =
       problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1, beta, c, ldc);
+  // cppcheck-suppress invalidPointerCast
   p.b_packed = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
   return detail::gemm_run(gemm_kernels(), p);
 }

@@ -61,10 +61,11 @@ Status check_desc(const MhaDesc& d) {
                         "desc->k_cache and desc->v_cache must be both set or both NULL");
   if (d.k_cache) {
     TESSERA_CHECK(detail::check_nonneg("desc->cache_len", d.cache_len));
-    if (d.cache_capacity < d.cache_len + d.kv_len)
+    const int64_t needed = d.cache_len + d.kv_len;
+    if (d.cache_capacity < needed)
       return detail::fail(Status::invalid_argument,
                           "desc->cache_capacity = %lld cannot hold cache_len + kv_len = %lld",
-                          (long long)d.cache_capacity, (long long)(d.cache_len + d.kv_len));
+                          static_cast<long long>(d.cache_capacity), static_cast<long long>(needed));
   }
   return Status::ok;
 }
@@ -131,7 +132,8 @@ Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float*
                           sz.total_bytes());
     workspace = owned;
   }
-  auto base = (reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) / kAlign * kAlign;
+  char* base = static_cast<char*>(workspace);
+  base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
   auto carve = [&](size_t floats) {
     float* p = reinterpret_cast<float*>(base);
     base += round_up(floats * 4);
