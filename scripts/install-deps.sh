@@ -22,7 +22,7 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 
 native_pkgs=(build-essential cmake ninja-build pkg-config libxsimd-dev libtbb-dev libgtest-dev
-             libbenchmark-dev)
+             libbenchmark-dev clang-format clang-tidy cppcheck git)
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
             libtbb-dev:arm64 libgtest-dev:arm64 libbenchmark-dev:arm64
             libtbb-dev:armhf libgtest-dev:armhf libbenchmark-dev:armhf)

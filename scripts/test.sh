@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing, then builds and runs every test: native x86-64 (Release, then
-# ASan+UBSan, then -fno-exceptions as a shared library), then AArch64 and ARMv7 under qemu-user.
-# Each stage prints ctest's summary line. Usage: scripts/test.sh [preset ...]
+# Installs what is missing, checks the tree (clang-format, cppcheck, clang-tidy: scripts/lint.sh),
+# then builds and runs every test: native x86-64 (Release, then ASan+UBSan, then -fno-exceptions
+# as a shared library), then AArch64 and ARMv7 under qemu-user. Each stage prints ctest's summary
+# line. Usage: scripts/test.sh [preset ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh --native --cross
+
+bash scripts/lint.sh
 
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(release asan noexcept aarch64 armv7)

@@ -80,14 +80,14 @@ void visible_range(const tessera_attention_desc& d, int64_t valid, int64_t p, in
 
 // Per-task state for `rows` stacked query rows.
 struct TileState {
-  float* qg;     // rows x D, the stacked queries
-  float* qp;     // the same, packed once into MR-row panels (the S GEMM's A operand)
-  float* kp;     // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
-  float* vp;     // a partial last V panel, zero-padded to NR columns
-  float* s;      // rows x BK, scores then probabilities
-  float* o;      // rows x Dv, the unnormalised output
-  float* m;      // rows
-  float* l;      // rows
+  float* qg;       // rows x D, the stacked queries
+  float* qp;       // the same, packed once into MR-row panels (the S GEMM's A operand)
+  float* kp;       // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
+  float* vp;       // a partial last V panel, zero-padded to NR columns
+  float* s;        // rows x BK, scores then probabilities
+  float* o;        // rows x Dv, the unnormalised output
+  float* m;        // rows
+  float* l;        // rows
   float* special;  // rows: 1 if a +inf score was seen (finished exactly at the end)
 };
 
