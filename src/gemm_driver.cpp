@@ -214,6 +214,10 @@ void gemm_pack_b_full(const GemmKernels& kt, bool tb, int64_t k, int64_t n, cons
 
 Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (p.m == 0 || p.n == 0) return Status::ok;
+  // Below ~100^3 multiply-adds a fork-join costs more than a second core saves (measured:
+  // 64^3 on 2 threads ran at 126 GFLOP/s against 153 serially). The split never changes the
+  // sums, so this affects speed only.
+  if (double(p.m) * p.n * p.k < 1.0e6) parallel = false;
   if (p.alpha == 0.0f || p.k == 0) {
     scale_c(p, parallel);
     return Status::ok;
