@@ -314,7 +314,10 @@ void finish_rows(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t b
 Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
                const float* v, float* o) {
   const tessera_attention_desc& d = g.d;
-  const int64_t bq = std::max<int64_t>(1, kRowsPerTile / g.group);
+  // About kRowsPerTile stacked rows, a whole number of MR panels where the group allows (256 rows
+  // with MR = 14 would leave a 4-row panel running at 4/14 of the kernel's rate).
+  const int64_t target = std::max<int64_t>(kt.gemm.mr, kRowsPerTile / kt.gemm.mr * kt.gemm.mr);
+  const int64_t bq = std::max<int64_t>(1, target / g.group);
   const int64_t q_blocks = (d.q_len + bq - 1) / bq;
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
   std::atomic<bool> oom{false};
