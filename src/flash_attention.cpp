@@ -169,12 +169,22 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
 
   const arch::GemmKernels& gk = kt.gemm;
   const int64_t MR = gk.mr, NR = gk.nr;
+  // Per Q panel key extents of the current tile; grows once per thread, then reused.
+  thread_local std::vector<int64_t> extent;
+  extent.resize(size_t(2 * ((rows + MR - 1) / MR)));
   for (int64_t j0 = lo; j0 < hi; j0 += kBK) {
     const int64_t n = std::min(kBK, hi - j0);
+    // A tile every row sees whole needs no per-element pass and no extents. Otherwise (a
+    // diagonal tile) each Q panel's key extent [k0, k1) is computed once, for both products.
+    const bool whole = j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
+    for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
+      extent[2 * t] = 0, extent[2 * t + 1] = n;
+      if (!whole)
+        panel_extent(d, valid, i0, bq, ir, std::min(rows, ir + MR), j0, n, extent[2 * t],
+                     extent[2 * t + 1]);
+    }
     // S = scale Q K^T: K^T packed per tile, Q packed once per task; a K panel stays in L1
     // while every Q panel passes it.
-    // A tile every row sees whole needs no per-element pass and no extents.
-    const bool whole = j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
     const float* ktile = kbase + j0 * d.k_stride[2];
     if (rows <= 2 * gk.dot_rows) {
       // Few rows (decode): dot products along d, K read in place, once.
@@ -193,14 +203,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       gk.pack_b(true, D, n, ktile, d.k_stride[2], st.kp);
       for (int64_t q = 0; q * NR < n; ++q) {
         const int64_t nr = std::min(NR, n - q * NR);
-        for (int64_t ir = 0; ir < rows; ir += MR) {
-          // On diagonal tiles, K panels no row of this Q panel can see are skipped (the mask
-          // pass writes -inf there).
-          if (!whole) {
-            int64_t k0, k1;
-            panel_extent(d, valid, i0, bq, ir, std::min(rows, ir + MR), j0, n, k0, k1);
-            if (q * NR >= k1 || q * NR + nr <= k0) continue;
-          }
+        for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
+          // K panels no row of this Q panel can see are skipped (the mask pass writes -inf).
+          if (q * NR >= extent[2 * t + 1] || q * NR + nr <= extent[2 * t]) continue;
           gk.packed[std::min(MR, rows - ir)](D, st.qp + ir * D, st.kp + q * NR * D,
                                              st.s + ir * kBK + q * NR, kBK, nr, g.scale, 0.0f);
         }
@@ -238,10 +243,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         gk.pack_b(false, n, nr, vsrc, d.v_stride[2], st.vp);
         vpanel = st.vp, ldv = NR;
       }
-      for (int64_t ir = 0; ir < rows; ir += MR) {
+      for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
         // Only the keys some row of the panel sees: P is 0 elsewhere.
-        int64_t k0 = 0, k1 = n;
-        if (!whole) panel_extent(d, valid, i0, bq, ir, std::min(rows, ir + MR), j0, n, k0, k1);
+        const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
         if (k1 <= k0) continue;
         gk.strided[std::min(MR, rows - ir)](k1 - k0, st.s + ir * kBK + k0, kBK, 1,
                                             vpanel + k0 * ldv, ldv, st.o + ir * Dv + c0, Dv, nr,

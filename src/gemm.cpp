@@ -39,6 +39,12 @@ detail::GemmProblem problem(Transpose ta, Transpose tb, int64_t m, int64_t n, in
   return p;
 }
 
+Status check_packed_alignment(const void* packed) {
+  if (reinterpret_cast<uintptr_t>(packed) % alignof(float) == 0) return Status::ok;
+  return detail::fail(Status::invalid_argument, "packed must be aligned to %zu bytes",
+                      alignof(float));
+}
+
 const arch::GemmKernels& gemm_kernels() { return detail::active_table().gemm; }
 
 }  // namespace
@@ -107,9 +113,7 @@ Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t 
   TESSERA_CHECK(detail::check_nonneg("n", n));
   TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
   TESSERA_CHECK(detail::check_ptr("packed", packed, true));
-  if (reinterpret_cast<uintptr_t>(packed) % alignof(float) != 0)
-    return detail::fail(Status::invalid_argument, "packed must be aligned to %zu bytes",
-                        alignof(float));
+  TESSERA_CHECK(check_packed_alignment(packed));
   PackedBHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   std::strncpy(h.isa, detail::active_table().name, sizeof h.isa - 1);
@@ -131,9 +135,7 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
   TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
   TESSERA_CHECK(detail::check_ptr("packed", packed, true));
   TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
-  if (reinterpret_cast<uintptr_t>(packed) % alignof(float) != 0)
-    return detail::fail(Status::invalid_argument, "packed must be aligned to %zu bytes",
-                        alignof(float));
+  TESSERA_CHECK(check_packed_alignment(packed));
   PackedBHeader h;
   std::memcpy(&h, packed, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)

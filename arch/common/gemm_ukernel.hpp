@@ -72,49 +72,45 @@ TESSERA_ALWAYS_INLINE void prefetch_c(float* c, int64_t ldc) {
   }
 }
 
+// The one k loop behind both entry points below: A(i, p) at a[i a_rs + p a_cs], B row p at
+// b + p ldb. Always inlined, so the packed entry point gets its strides as constants and a loop
+// with nothing but two pointer bumps beyond the loads and FMAs.
 template <class Arch, int R, int NV>
-void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
-                  int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
+TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                                        const float* b, int64_t ldb, float* c, int64_t ldc,
+                                        int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
   prefetch_c<R, NV, W>(c, ldc);
   B acc[R][NV];
   TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
       B(0.0f);
-  for (int64_t p = 0; p < kc; ++p) {
+  for (int64_t p = 0; p < kc; ++p, a += a_cs, b += ldb) {
     B bv[NV];
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + p * ldb + v * W);
-    const float* ap = a + p * a_cs;
+    // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the
+    // caller moved to a less aligned address correct.
+    TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
     TESSERA_UNROLL for (int i = 0; i < R; ++i) {
-      const B ai(ap[i * a_rs]);
+      const B ai(a[i * a_rs]);
       TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
     }
   }
   store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
 }
 
-// The same for packed panels, with the panel strides known at compile time (a_rs = 1,
-// a_cs = MR, ldb = NR) so the k loop has no index arithmetic beyond two pointer bumps.
+// A read in place through strides (row-major: a_rs = lda, a_cs = 1; transposed: 1, lda).
+template <class Arch, int R, int NV>
+void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                  int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
+  ukernel_body<Arch, R, NV>(kc, a, a_rs, a_cs, b, ldb, c, ldc, nr, alpha, beta);
+}
+
+// Packed panels: a_rs = 1, a_cs = MR, ldb = NR, known at compile time.
 template <class Arch, int MR, int R, int NV>
 void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                          int64_t nr, float alpha, float beta) {
-  using B = xsimd::batch<float, Arch>;
-  constexpr int W = static_cast<int>(B::size);
-  prefetch_c<R, NV, W>(c, ldc);
-  B acc[R][NV];
-  TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
-      B(0.0f);
-  for (int64_t p = 0; p < kc; ++p, a += MR, b += NV * W) {
-    B bv[NV];
-    // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the
-    // caller moved to a less aligned address correct.
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
-    TESSERA_UNROLL for (int i = 0; i < R; ++i) {
-      const B ai(a[i]);
-      TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
-    }
-  }
-  store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
+  constexpr int64_t NR = NV * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
+  ukernel_body<Arch, R, NV>(kc, a, 1, MR, b, NR, c, ldc, nr, alpha, beta);
 }
 
 }  // namespace tessera::arch
