@@ -22,7 +22,7 @@ template <int MR, int R, int NV>
 void gemm_ukernel_packed_neon32_dup(int64_t kc, const float* a, const float* b, float* c,
                                     int64_t ldc, int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, xsimd::neon>;
-  prefetch_c<R, NV, 4>(c, ldc);
+  prefetch_c<R, NV, 4, CacheLevel::l1>(c, ldc);
   float32x4_t acc[R][NV];
   TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
       vdupq_n_f32(0.0f);

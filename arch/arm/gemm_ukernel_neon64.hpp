@@ -23,7 +23,7 @@ void gemm_ukernel_packed_neon64_lane(int64_t kc, const float* a, const float* b,
                                      int64_t ldc, int64_t nr, float alpha, float beta) {
   static_assert(R % 4 == 0, "lane kernel needs whole groups of 4 rows");
   using B = xsimd::batch<float, xsimd::neon64>;
-  prefetch_c<R, NV, 4>(c, ldc);
+  prefetch_c<R, NV, 4, CacheLevel::l1>(c, ldc);
   float32x4_t acc[R][NV];
   TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
       vdupq_n_f32(0.0f);

@@ -3,6 +3,8 @@
 // partial tile. Panel layouts (the micro-kernel contract):
 //   A: panel q holds rows [q MR, q MR + MR): element (r, p) at out[q MR kc + p MR + r]
 //   B: panel q holds columns [q NR, q NR + NR): element (p, c) at out[q NR kc + p NR + c]
+// Both are the same operation: cut a k x n matrix into P-wide column panels stored k step by k
+// step. A packed A panel is a panel of op(A)^T, so packing A (not transposed) is packing B^T.
 #pragma once
 
 #include <xsimd/xsimd.hpp>
@@ -27,84 +29,90 @@ inline void transpose_4_rows(xsimd::batch<float, Arch>* r) {
   r[3] = xsimd::zip_hi(t1, t3);
 }
 
-// op(A) is mc x kc; trans means A is stored kc x mc (element (i, p) at a[p lda + i]).
-template <int MR>
-void gemm_pack_a(bool trans, int64_t mc, int64_t kc, const float* a, int64_t lda, float* out) {
-  for (int64_t i0 = 0; i0 < mc; i0 += MR, out += MR * kc) {
-    const int64_t rows = mc - i0 < MR ? mc - i0 : MR;
-    if (trans) {
-      // Each k step is MR contiguous floats of the stored matrix.
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = a + p * lda + i0;
-        float* dst = out + p * MR;
-        for (int64_t r = 0; r < rows; ++r) dst[r] = src[r];
-        for (int64_t r = rows; r < MR; ++r) dst[r] = 0.0f;
+// Copies W k steps of `lanes` source rows (lanes = 4 or 2; row c at src + c ld) into a panel
+// whose k steps are `pitch` floats apart. With 2 rows one shuffle round leaves pairs
+// (row 0, row 1) of consecutive k steps in each 128-bit lane.
+template <class Arch, int lanes>
+inline void transpose_block(const float* src, int64_t ld, float* dst, int64_t pitch) {
+  using V = xsimd::batch<float, Arch>;
+  constexpr int64_t W = V::size;
+  alignas(64) float piece[4][W];
+  if constexpr (lanes == 4) {
+    V r[4];
+    for (int i = 0; i < 4; ++i) r[i] = V::load_unaligned(src + i * ld);
+    transpose_4_rows<Arch>(r);
+    for (int t = 0; t < 4; ++t) r[t].store_aligned(piece[t]);
+    for (int64_t lane = 0; lane < W / 4; ++lane)
+      for (int64_t t = 0; t < 4; ++t)
+        std::memcpy(dst + (4 * lane + t) * pitch, piece[t] + 4 * lane, 4 * sizeof(float));
+  } else {
+    static_assert(lanes == 2, "4 or 2 rows");
+    const V r0 = V::load_unaligned(src), r1 = V::load_unaligned(src + ld);
+    xsimd::zip_lo(r0, r1).store_aligned(piece[0]);
+    xsimd::zip_hi(r0, r1).store_aligned(piece[1]);
+    for (int64_t lane = 0; lane < W / 4; ++lane)
+      for (int64_t t = 0; t < 4; ++t)
+        std::memcpy(dst + (4 * lane + t) * pitch, piece[t / 2] + 4 * lane + 2 * (t % 2),
+                    2 * sizeof(float));
+  }
+}
+
+// Packs a k x n matrix into P-column panels (element (p, j) -> out[(j / P) P k + p P + j % P],
+// zero-padded to whole panels). `columns_contiguous`: the source stores each column
+// contiguously (element (p, j) at src[j ld + p]: B^T, or A not transposed); otherwise each
+// k step is a contiguous row (element (p, j) at src[p ld + j]).
+template <class Arch, int P>
+void pack_panels(bool columns_contiguous, int64_t k, int64_t n, const float* src, int64_t ld,
+                 float* out) {
+  constexpr int64_t W = xsimd::batch<float, Arch>::size;
+  for (int64_t j0 = 0; j0 < n; j0 += P, out += P * k) {
+    const int64_t cols = n - j0 < P ? n - j0 : P;
+    if (!columns_contiguous) {
+      for (int64_t p = 0; p < k; ++p) {
+        const float* row = src + p * ld + j0;
+        float* dst = out + p * P;
+        std::memcpy(dst, row, sizeof(float) * size_t(cols));
+        for (int64_t c = cols; c < P; ++c) dst[c] = 0.0f;
       }
-    } else {
-      // Rows are read contiguously and interleaved; a padded row is all zeros.
-      for (int64_t r = 0; r < MR; ++r) {
-        float* dst = out + r;
-        if (r < rows) {
-          const float* src = a + (i0 + r) * lda;
-          for (int64_t p = 0; p < kc; ++p) dst[p * MR] = src[p];
-        } else {
-          for (int64_t p = 0; p < kc; ++p) dst[p * MR] = 0.0f;
-        }
+      continue;
+    }
+    // Columns in groups of 4, then 2, transposed W k steps at a time in registers.
+    const int64_t k_vec = W >= 4 ? k - k % W : 0;
+    int64_t c = 0;
+    if constexpr (W >= 4) {
+      for (; c + 4 <= cols; c += 4)
+        for (int64_t p = 0; p < k_vec; p += W)
+          transpose_block<Arch, 4>(src + (j0 + c) * ld + p, ld, out + p * P + c, P);
+      for (; c + 2 <= cols; c += 2)
+        for (int64_t p = 0; p < k_vec; p += W)
+          transpose_block<Arch, 2>(src + (j0 + c) * ld + p, ld, out + p * P + c, P);
+    }
+    const int64_t c_vec = c;
+    // What is left: the last k % W steps of the transposed columns, the columns after them,
+    // and zero padding.
+    for (c = 0; c < P; ++c) {
+      float* dst = out + c;
+      const int64_t p0 = c < c_vec ? k_vec : 0;
+      if (c < cols) {
+        const float* col = src + (j0 + c) * ld;
+        for (int64_t p = p0; p < k; ++p) dst[p * P] = col[p];
+      } else {
+        for (int64_t p = p0; p < k; ++p) dst[p * P] = 0.0f;
       }
     }
   }
 }
 
+// op(A) is mc x kc; trans means A is stored kc x mc (element (i, p) at a[p lda + i]).
+template <class Arch, int MR>
+void gemm_pack_a(bool trans, int64_t mc, int64_t kc, const float* a, int64_t lda, float* out) {
+  pack_panels<Arch, MR>(!trans, kc, mc, a, lda, out);
+}
+
 // op(B) is kc x nc; trans means B is stored nc x kc (element (p, j) at b[j ldb + p]).
 template <class Arch, int NR>
 void gemm_pack_b(bool trans, int64_t kc, int64_t nc, const float* b, int64_t ldb, float* out) {
-  using V = xsimd::batch<float, Arch>;
-  constexpr int64_t W = V::size;
-  for (int64_t j0 = 0; j0 < nc; j0 += NR, out += NR * kc) {
-    const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
-    if (!trans) {
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = b + p * ldb + j0;
-        float* dst = out + p * NR;
-        if (cols == NR) {
-          std::memcpy(dst, src, sizeof(float) * NR);
-        } else {
-          for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
-          for (int64_t c = cols; c < NR; ++c) dst[c] = 0.0f;
-        }
-      }
-      continue;
-    }
-    // B^T (the K of Q K^T): groups of 4 columns x W k-steps of a full panel, transposed in
-    // registers (transpose_4_rows) and stored as 4-float pieces of the panel rows.
-    int64_t p_done = 0;
-    if (cols == NR && NR % 4 == 0 && W % 4 == 0) {
-      for (; p_done + W <= kc; p_done += W) {
-        for (int64_t c0 = 0; c0 < NR; c0 += 4) {
-          V r[4];
-          for (int64_t i = 0; i < 4; ++i)
-            r[i] = V::load_unaligned(b + (j0 + c0 + i) * ldb + p_done);
-          transpose_4_rows<Arch>(r);
-          alignas(64) float lanes[4][W];
-          for (int64_t t = 0; t < 4; ++t) r[t].store_aligned(lanes[t]);
-          for (int64_t lane = 0; lane < W / 4; ++lane)
-            for (int64_t t = 0; t < 4; ++t)
-              std::memcpy(out + (p_done + 4 * lane + t) * NR + c0, lanes[t] + 4 * lane,
-                          4 * sizeof(float));
-        }
-      }
-    }
-    // The rest (a partial panel, or the last kc % W steps): element by element, zero-padded.
-    for (int64_t c = 0; c < NR; ++c) {
-      float* dst = out + c;
-      if (c < cols) {
-        const float* src = b + (j0 + c) * ldb;
-        for (int64_t p = p_done; p < kc; ++p) dst[p * NR] = src[p];
-      } else {
-        for (int64_t p = p_done; p < kc; ++p) dst[p * NR] = 0.0f;
-      }
-    }
-  }
+  pack_panels<Arch, NR>(trans, kc, nc, b, ldb, out);
 }
 
 }  // namespace tessera::arch

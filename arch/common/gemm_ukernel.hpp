@@ -61,16 +61,30 @@ TESSERA_ALWAYS_INLINE void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], f
   }
 }
 
-// Requests the C tile's lines for writing before the k loop, so that the misses of a C too large
-// for the caches (attention's score matrix: 64 MB) overlap the FMAs instead of stalling the
-// stores at the end (BLIS kernels do the same).
-template <int R, int NV, int W>
+// Prefetches the C tile's lines (a row may straddle one more line than NR floats fill) in two
+// steps, as BLIS's x86 kernels do: into L2 when the kernel starts, so that the misses of a C too
+// large for the caches (attention's score matrix: 64 MB) overlap the k loop, and into L1 for
+// writing kCTailSteps k steps before the end. Fetched into L1 at the start, the lines were
+// evicted again by the streaming A panel and the 14 rows' conflicts when ldc is a power of two
+// before the stores reached them (measured: a stall on the first C load held ~7% of the kernel's
+// time at 2048^3).
+enum class CacheLevel { l1, l2 };
+template <int R, int NV, int W, CacheLevel level>
 TESSERA_ALWAYS_INLINE void prefetch_c(float* c, int64_t ldc) {
   for (int i = 0; i < R; ++i) {
-    __builtin_prefetch(c + i * ldc, 1, 3);
-    __builtin_prefetch(c + i * ldc + NV * W - 1, 1, 3);
+    float* row = c + i * ldc;
+    if constexpr (level == CacheLevel::l1) {
+      __builtin_prefetch(row, 1, 3);
+      __builtin_prefetch(row + NV * W - 1, 1, 3);
+    } else {
+      // A read prefetch: a write prefetch would go to L1 whatever the hint (prefetchw).
+      __builtin_prefetch(row, 0, 2);
+      __builtin_prefetch(row + NV * W - 1, 0, 2);
+    }
   }
 }
+// 32 steps: ~450 cycles of FMAs on AVX-512, well above an L2 hit, well below what evicts.
+inline constexpr int64_t kCTailSteps = 32;
 
 // The one k loop behind both entry points below: A(i, p) at a[i a_rs + p a_cs], B row p at
 // b + p ldb. Always inlined, so the packed entry point gets its strides as constants and a loop
@@ -81,20 +95,26 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, const float* a, int64_t a_rs
                                         int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
-  prefetch_c<R, NV, W>(c, ldc);
+  prefetch_c<R, NV, W, CacheLevel::l2>(c, ldc);
   B acc[R][NV];
   TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
       B(0.0f);
-  for (int64_t p = 0; p < kc; ++p, a += a_cs, b += ldb) {
-    B bv[NV];
-    // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the
-    // caller moved to a less aligned address correct.
-    TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
-    TESSERA_UNROLL for (int i = 0; i < R; ++i) {
-      const B ai(a[i * a_rs]);
-      TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
+  const auto steps = [&](int64_t count) __attribute__((always_inline)) {
+    for (int64_t p = 0; p < count; ++p, a += a_cs, b += ldb) {
+      B bv[NV];
+      // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the
+      // caller moved to a less aligned address correct.
+      TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
+      TESSERA_UNROLL for (int i = 0; i < R; ++i) {
+        const B ai(a[i * a_rs]);
+        TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
+      }
     }
-  }
+  };
+  const int64_t head = kc > kCTailSteps ? kc - kCTailSteps : 0;
+  steps(head);
+  prefetch_c<R, NV, W, CacheLevel::l1>(c, ldc);
+  steps(kc - head);
   store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
 }
 

@@ -59,7 +59,7 @@ KernelTable make_table(const char* name) {
   g.dot_cols = G.dot_cols;
   fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
-  g.pack_a = &gemm_pack_a<G.mr>;
+  g.pack_a = &gemm_pack_a<Arch, G.mr>;
   g.pack_b = &gemm_pack_b<Arch, G.nv * W>;
 
   SoftmaxKernels& sm = t.softmax;
