@@ -38,6 +38,7 @@ struct GemmKernels {
 // softmax.hpp / exp.hpp: row kernels (contracts there).
 struct SoftmaxKernels {
   void (*exp)(int64_t n, const float* x, float* y);
+  void (*exp_nonpositive)(int64_t n, const float* x, float* y);  // x <= 0 (softmax's x - max)
   void (*tanh)(int64_t n, const float* x, float* y);
   void (*stats_online)(int64_t n, const float* x, float scale, float* max, float* sum);
   void (*stats_cached)(int64_t n, const float* x, float scale, float* max, float* sum);

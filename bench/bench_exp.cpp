@@ -18,9 +18,9 @@ namespace {
 constexpr int64_t kN = 4096;
 
 template <class F>
-void register_array(const std::string& name, F fn) {
-  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& state) {
-    auto x = random_floats(kN, 5, -80.0f, 80.0f);
+void register_array(const std::string& name, F fn, float lo = -80.0f, float hi = 80.0f) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn, lo, hi](benchmark::State& state) {
+    auto x = random_floats(kN, 5, lo, hi);
     std::vector<float> y(kN);
     for (auto _ : state) {
       fn(kN, x.data(), y.data());
@@ -38,6 +38,9 @@ void register_exp() {
     const tessera::arch::KernelTable* t = tessera::detail::find_table(isa);
     if (!t) continue;
     register_array(std::string("exp/tessera-") + isa, t->softmax.exp);
+    // The variant softmax and attention run (x - max <= 0).
+    register_array(std::string("exp_nonpositive/tessera-") + isa, t->softmax.exp_nonpositive,
+                   -80.0f, 0.0f);
     register_array(std::string("tanh/tessera-") + isa, t->softmax.tanh);
   }
   register_array("exp/std::exp", [](int64_t n, const float* x, float* y) {

@@ -101,6 +101,36 @@ TEST(Transcendental, ExpWithinTwoUlpOnItsRange) {
     EXPECT_LE(w[i].ulp, 2.0) << tables()[i]->name << " at " << w[i].x;
 }
 
+// The variant softmax and attention use (arguments x - max <= 0): its own table, since it
+// builds 2^n differently; and bitwise equal to exp wherever both apply.
+TEST(Transcendental, ExpNonpositiveWithinTwoUlpAndEqualToExp) {
+  std::vector<ArrayFn> fns;
+  for (auto* t : tables()) fns.push_back(t->softmax.exp_nonpositive);
+  const auto w = sweep(fns, -87.3365f, -0.0f, kPoints / 2, [](double v) { return std::exp(v); });
+  print_table("exp (x <= 0 variant)", "[-87.3365, 0]", w);
+  for (size_t i = 0; i < w.size(); ++i)
+    EXPECT_LE(w[i].ulp, 2.0) << tables()[i]->name << " at " << w[i].x;
+  const float nan_payload = from_bits(0x7fc01234u);
+  std::vector<float> x = {-tt::kInf, -1e30f, -87.5f, -87.3365479f, -87.336540f, -1.0f,
+                          -1e-30f,   -0.0f,  0.0f,   tt::kNaN,     nan_payload};
+  for (int i = 0; i < 4096; ++i) x.push_back(-87.3f * float(i) / 4096.0f);
+  for (auto* t : tables()) {
+    std::vector<float> y(x.size()), e(x.size());
+    t->softmax.exp_nonpositive(int64_t(x.size()), x.data(), y.data());
+    t->softmax.exp(int64_t(x.size()), x.data(), e.data());
+    EXPECT_EQ(y[0], 0.0f) << t->name;
+    EXPECT_EQ(y[3], 0.0f) << t->name << ": the float below log(FLT_MIN) flushes";
+    EXPECT_GT(y[4], 0.0f) << t->name;
+    EXPECT_EQ(y[7], 1.0f) << t->name;
+    EXPECT_TRUE(std::isnan(y[9])) << t->name;
+    EXPECT_TRUE(std::isnan(y[10])) << t->name << ": a NaN payload must not leak into the exponent";
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) continue;
+      EXPECT_EQ(to_bits(y[i]), to_bits(e[i])) << t->name << " at " << x[i];
+    }
+  }
+}
+
 TEST(Transcendental, ExpSpecialValues) {
   const float inf = tt::kInf;
   const std::vector<float> x = {-inf,  -1e30f, -104.0f, -87.5f, -87.34f, 0.0f,

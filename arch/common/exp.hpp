@@ -3,14 +3,13 @@
 // exp(x) = 2^n e^r with n = round(x / ln 2) and r = x - n ln 2 in [-ln2/2, ln2/2]:
 //  - Cody-Waite reduction: ln 2 = kLn2Hi + kLn2Lo, where kLn2Hi has 9 significant bits, so
 //    n * kLn2Hi is exact for |n| <= 2^15 and r carries no cancellation error beyond kLn2Lo's;
-//  - e^r by a degree-6 polynomial (Taylor-seeded, minimax-adjusted coefficients of the
-//    classic single-precision expf), evaluated with FMA: <= 1 ulp on the reduced range;
-//  - 2^n built in the exponent field by integer shift; for n = 128 (x up to 88.72) 2^n is not
-//    a float, so the result is formed as (p 2^127) 2.
-// Range: x > 88.7228394 (= log(FLT_MAX)) gives +inf; x < -87.3365448 (= log(FLT_MIN)) gives
-// exactly 0 (results there would be subnormal); NaN gives NaN. About 22 vector operations, no
-// clamp and no NaN test (see the body). Measured error: see the ULP
-// table in tests/transcendental_test.cpp (<= 2 ulp against correctly rounded exp).
+//  - e^r by a degree-6 minimax polynomial (Horner, FMA);
+//  - 2^n applied by an integer add to p's exponent field; for n = 128 (x up to 88.72) 2^n is
+//    not a float, so the result is formed as (p 2^127) 2.
+// Range: x > 88.7228394 (= log(FLT_MAX)) gives +inf; x <= -87.3365448 (= log(FLT_MIN)) gives
+// exactly 0 (results there would be subnormal); NaN gives NaN. No clamp and no NaN test (see
+// the body). Measured error: see the ULP table in tests/transcendental_test.cpp (<= 2 ulp
+// against correctly rounded exp).
 //
 // tanh(x) = sign(x) (1 - 2 / (e^{2|x|} + 1)) for |x| >= 0.625, where the subtraction loses
 // at most one bit; below, an odd polynomial x + x^3 P(x^2) avoids that cancellation.
@@ -25,45 +24,54 @@ namespace tessera::arch {
 namespace exp_detail {
 
 constexpr float kMaxX = 88.7228394f;
+// The float nearest log(FLT_MIN) lies just below it: exp there is subnormal, so that point
+// belongs to the flushed side (x <= kMinX gives 0).
 constexpr float kMinX = -87.3365448f;
 
 template <class Arch>
 struct ExpParts {
-  xsimd::batch<float, Arch> y;  // p 2^min(n, 127)
-  xsimd::batch<float, Arch> n;  // n = round(x log2 e)
+  xsimd::batch<float, Arch> p;  // e^r, in [0.707, 1.415]
+  xsimd::batch<float, Arch> n;  // n = round(x log2 e), exp(x) = p 2^n
 };
 
-// p 2^n for x in [kMinX, 88.38] (n <= 127), and n for the callers that handle n = 128. Lanes
-// outside that range compute garbage, replaced by the callers' selects.
+// Range reduction and the polynomial, valid for |x| < 2^22 ln 2 (garbage beyond, which the
+// callers' selects replace; NaN stays NaN).
 template <class Arch>
 inline ExpParts<Arch> exp_core(xsimd::batch<float, Arch> x) {
   using B = xsimd::batch<float, Arch>;
-  using I = xsimd::batch<int32_t, Arch>;
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f;
   constexpr float kLn2Lo = -2.12194440e-4f;
-  // Adding 1.5 2^23 rounds x log2 e to an integer n held in the sum's low mantissa bits:
-  // n = t - kMagic as a float, and the integer n is the bit pattern of t minus kMagic's.
-  // Valid for |x log2 e| < 2^22.
+  // Adding 1.5 2^23 rounds x log2 e to an integer held in the sum's low mantissa bits.
   constexpr float kMagic = 12582912.0f;
-  constexpr int32_t kMagicBits = 0x4B400000;  // bit pattern of kMagic
 
-  const B t = xsimd::fma(x, B(kLog2e), B(kMagic));
-  const B n = t - B(kMagic);
-  B r = xsimd::fnma(n, B(kLn2Hi), x);  // x - n ln2_hi, exact
-  r = xsimd::fnma(n, B(kLn2Lo), r);
+  const B n = xsimd::fma(x, B(kLog2e), B(kMagic)) - B(kMagic);
+  // x - n ln2_hi (exact), then - n ln2_lo; negated constants rather than fnma, which xsimd
+  // 8.1 builds on AVX-512 as a negation and an fma.
+  B r = xsimd::fma(n, B(-kLn2Hi), x);
+  r = xsimd::fma(n, B(-kLn2Lo), r);
+  // Degree 6, c0 = c1 = 1 fixed (so exp(0) = 1 exactly and results just below 1 keep their last
+  // bit), c2..c6 minimax for the relative error on [-ln2/2, ln2/2] by a Remez exchange: 1.9e-9,
+  // 1.05 ulp after float rounding (exhaustive over [kMinX, 88.3]). Pure Horner: 6 FMAs.
+  B p = B(1.3836845756e-3f);
+  p = xsimd::fma(p, r, B(8.3748158067e-3f));
+  p = xsimd::fma(p, r, B(4.1668225080e-2f));
+  p = xsimd::fma(p, r, B(1.6666419804e-1f));
+  p = xsimd::fma(p, r, B(4.9999991059e-1f));
+  p = xsimd::fma(p, r, B(1.0f));
+  p = xsimd::fma(p, r, B(1.0f));
+  return {p, n};
+}
 
-  B p = B(1.9875691500e-4f);
-  p = xsimd::fma(p, r, B(1.3981999507e-3f));
-  p = xsimd::fma(p, r, B(8.3334519073e-3f));
-  p = xsimd::fma(p, r, B(4.1665795894e-2f));
-  p = xsimd::fma(p, r, B(1.6666665459e-1f));
-  p = xsimd::fma(p, r, B(5.0000001201e-1f));
-  p = xsimd::fma(p, r * r, r + B(1.0f));
-
-  // 2^n from the exponent field, n capped at 127 (callers handle n = 128).
-  const I biased = xsimd::min(xsimd::bitwise_cast<I>(t) + I(127 - kMagicBits), I(127 + 127));
-  return {p * xsimd::bitwise_cast<B>(biased << 23), n};
+// p 2^n by adding n to p's exponent field: exact while the result is a normal float (p in
+// [0.707, 1.415], -126 <= n <= 127). n is the float-to-int conversion of the float n rather
+// than the magic sum's bits so that NaN (converted to 0 on ARM, INT_MIN on x86: both 0 after
+// the shift) keeps p's bits, payload and all.
+template <class Arch>
+inline xsimd::batch<float, Arch> scale_pow2(xsimd::batch<float, Arch> p,
+                                            xsimd::batch<int32_t, Arch> n) {
+  using I = xsimd::batch<int32_t, Arch>;
+  return xsimd::bitwise_cast<xsimd::batch<float, Arch>>(xsimd::bitwise_cast<I>(p) + (n << 23));
 }
 
 }  // namespace exp_detail
@@ -71,23 +79,27 @@ inline ExpParts<Arch> exp_core(xsimd::batch<float, Arch> x) {
 template <class Arch>
 inline xsimd::batch<float, Arch> exp_vec(xsimd::batch<float, Arch> x) {
   using B = xsimd::batch<float, Arch>;
-  // No clamp: lanes outside [kMinX, kMaxX] compute garbage (or NaN) and are replaced by the two
+  // No clamp: lanes outside (kMinX, kMaxX] compute garbage (or NaN) and are replaced by the
   // selects at the end; NaN input flows through the arithmetic and no select matches it.
   const exp_detail::ExpParts<Arch> e = exp_detail::exp_core<Arch>(x);
-  B y = e.y;
-  // n = 128 (x in (88.38, 88.72]) is not a float power of 2: p 2^127 doubled instead (exact:
-  // doubling only moves the exponent).
+  // n = 128 (x in (88.38, 88.72]) is not a float power of 2: p 2^127 doubled (exact: doubling
+  // only moves the exponent).
+  // (The cap in integers: a float min would turn NaN into 127 on x86.)
+  using I = xsimd::batch<int32_t, Arch>;
+  B y = exp_detail::scale_pow2<Arch>(e.p, xsimd::min(xsimd::to_int(e.n), I(127)));
   y = xsimd::select(e.n > B(127.0f), y + y, y);
   y = xsimd::select(x > B(exp_detail::kMaxX), B(std::numeric_limits<float>::infinity()), y);
-  return xsimd::select(x < B(exp_detail::kMinX), B(0.0f), y);
+  return xsimd::select(x <= B(exp_detail::kMinX), B(0.0f), y);
 }
 
 // exp for arguments that cannot exceed ~0 (x - max in softmax and attention): no overflow
-// handling, 4 operations fewer than exp_vec, the same results wherever both apply.
+// handling, 6 operations fewer than exp_vec (15 in all), the same results wherever both apply.
 template <class Arch>
 inline xsimd::batch<float, Arch> exp_vec_nonpositive(xsimd::batch<float, Arch> x) {
   using B = xsimd::batch<float, Arch>;
-  return xsimd::select(x < B(exp_detail::kMinX), B(0.0f), exp_detail::exp_core<Arch>(x).y);
+  const exp_detail::ExpParts<Arch> e = exp_detail::exp_core<Arch>(x);
+  return xsimd::select(x <= B(exp_detail::kMinX), B(0.0f),
+                       exp_detail::scale_pow2<Arch>(e.p, xsimd::to_int(e.n)));
 }
 
 template <class Arch>
@@ -129,6 +141,12 @@ void map_array(int64_t n, const float* x, float* y, F f) {
 template <class Arch>
 void exp_array(int64_t n, const float* x, float* y) {
   map_array<Arch>(n, x, y, [](xsimd::batch<float, Arch> v) { return exp_vec<Arch>(v); });
+}
+
+template <class Arch>
+void exp_nonpositive_array(int64_t n, const float* x, float* y) {
+  map_array<Arch>(n, x, y,
+                  [](xsimd::batch<float, Arch> v) { return exp_vec_nonpositive<Arch>(v); });
 }
 
 template <class Arch>

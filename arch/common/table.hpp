@@ -64,6 +64,7 @@ KernelTable make_table(const char* name) {
 
   SoftmaxKernels& sm = t.softmax;
   sm.exp = &exp_array<Arch>;
+  sm.exp_nonpositive = &exp_nonpositive_array<Arch>;
   sm.tanh = &tanh_array<Arch>;
   sm.stats_online = &softmax_stats_online<Arch>;
   sm.stats_cached = &softmax_stats_cached<Arch>;
