@@ -1,5 +1,5 @@
 // Softmax-family driver: argument checks, the choice of row kernel, the special rows, and the
-// TBB partition (rows in parallel; rows of 2^16 or more columns split into fixed chunks whose
+// TBB partition (rows in parallel; rows of more than 16K columns split into fixed chunks whose
 // (max, sum) are merged in chunk order, so results do not depend on the thread count).
 #include "tessera/softmax.hpp"
 
@@ -12,6 +12,7 @@
 
 #include "check.hpp"
 #include "dispatch.hpp"
+#include "scratch.hpp"
 
 namespace tessera {
 namespace {
@@ -21,13 +22,18 @@ using arch::SoftmaxKernels;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Rows up to this many columns (64 KB) stay in L1/L2 between passes, where the exp-store
-// variant (one exp per element, x read once from memory) beats the online pass (1.25 + 1 exps
-// per element). Measured on AVX-512: see the closing note of issue 4 / bench softmax rows.
+// Rows up to this many columns (64 KB) stay in L1/L2 between passes and are done whole: a max
+// pass, an exp pass (one exp per element, stored for softmax), a normalising pass. Longer rows
+// run the same passes per chunk of kChunk columns (chunked_row). Measured on AVX-512, 1 thread:
+// this beats the one-read online statistics (1.25 exps per element, then 1 more for softmax's
+// output) everywhere, since every implementation here is bound by exp throughput, not memory.
 constexpr int64_t kCachedCols = 16384;
-// Rows from this many columns are split into chunks of kChunk, merged in chunk order.
-constexpr int64_t kSplitCols = 65536;
 constexpr int64_t kChunk = 16384;
+// Softmax outputs from this size on are written with streaming stores (no read of y's lines
+// before writing them). Measured here, 1 thread: 64 MB (4096 x 4096) 9.3 -> 13.6 GB/s; 32 MB
+// 14-16 either way; 16 MB and below plain stores win (up to 22 vs 17 GB/s at 1 MB, where the
+// output is still in cache when the benchmark, or the caller, reads it).
+constexpr double kStreamBytes = 32.0 * (1 << 20);
 
 enum class Op { softmax, log_softmax, logsumexp };
 
@@ -65,49 +71,84 @@ float special_row(Op op, int64_t cols, const float* x, float scale, float* y) {
 
 bool arithmetic(Stats s) { return std::isfinite(s.max) && std::isfinite(s.sum) && s.sum > 0; }
 
-// One row of up to kSplitCols columns, by one thread. Returns the row's lse only when asked
-// (lse_wanted), as plain softmax has no use for the log.
-float short_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale, float* y,
-                bool lse_wanted) {
-  Stats st;
-  if (op == Op::softmax && cols <= kCachedCols) {
-    k.softmax_cached(cols, x, scale, y, &st.max, &st.sum);
-    if (!arithmetic(st)) return special_row(op, cols, x, scale, y);
-    return lse_wanted ? st.max + std::log(st.sum) : 0.0f;
+// Softmax of rows [r0, r1) that stay in cache: the multi-row kernel in blocks, then the rows it
+// could not finish rewritten as special rows, and lse where asked.
+void cached_softmax_rows(const SoftmaxKernels& k, int64_t r0, int64_t r1, int64_t cols,
+                         const float* x, int64_t ldx, float scale, float* y, int64_t ldy,
+                         float* lse_out, bool stream) {
+  constexpr int64_t kBlockRows = 64;
+  float mx[kBlockRows], sum[kBlockRows];
+  // No buffer (out of memory): the plain stores, same results.
+  float* buf = stream
+                   ? detail::thread_scratch(detail::ScratchSlot::softmax).floats(size_t(2 * cols))
+                   : nullptr;
+  for (int64_t r = r0; r < r1; r += kBlockRows) {
+    const int64_t rows = std::min(kBlockRows, r1 - r);
+    k.softmax_rows_cached(rows, cols, x + r * ldx, ldx, scale, y + r * ldy, ldy, mx, sum, buf);
+    for (int64_t i = 0; i < rows; ++i) {
+      const Stats st{mx[i], sum[i]};
+      float lse;
+      if (arithmetic(st))
+        lse = lse_out ? st.max + std::log(st.sum) : 0.0f;
+      else
+        lse = special_row(Op::softmax, cols, x + (r + i) * ldx, scale, y + (r + i) * ldy);
+      if (lse_out) lse_out[r + i] = lse;
+    }
   }
-  if (cols <= kCachedCols)
-    k.stats_cached(cols, x, scale, &st.max, &st.sum);
-  else
-    k.stats_online(cols, x, scale, &st.max, &st.sum);
+}
+
+// Log-softmax or logsumexp of one row of up to kCachedCols columns. next_x: the row that comes
+// next, prefetched during the exp pass.
+float short_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale, float* y,
+                const float* next_x) {
+  Stats st;
+  k.stats_cached(cols, x, scale, &st.max, &st.sum, next_x);
   if (!arithmetic(st)) return special_row(op, cols, x, scale, y);
   const float lse = st.max + std::log(st.sum);
-  if (op == Op::softmax) k.exp_scale(cols, x, scale, st.max, 1.0f / st.sum, y);
   if (op == Op::log_softmax) k.affine(cols, x, scale, -lse, y);
   return lse;
 }
 
-// A long row: fixed chunks in parallel for the statistics and for the output pass.
-float long_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale,
-               float* y) {
+// A row of more than kCachedCols columns, in fixed chunks of kChunk columns (64 KB: a chunk read
+// from memory by the max pass is still in L2 for the exp pass) whose (max, sum) merge in chunk
+// order, so results do not depend on how the chunks are scheduled. Softmax stores each chunk's
+// exps relative to the chunk's own max in the first pass; the second pass only rescales them by
+// exp(m_c - M) / S. That is one exp per element and x read once from memory, against two exps
+// (statistics, then exp again for the output) or 2.25 (online statistics) otherwise.
+float chunked_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale,
+                  float* y, bool parallel) {
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   std::vector<Stats> part(static_cast<size_t>(chunks));
-  tbb::parallel_for(int64_t(0), chunks, [&](int64_t c) {
-    const int64_t j = c * kChunk, len = std::min(kChunk, cols - j);
+  auto each_chunk = [&](auto&& f) {
+    auto body = [&](int64_t c) { f(c * kChunk, std::min(kChunk, cols - c * kChunk), c); };
+    if (parallel)
+      tbb::parallel_for(int64_t(0), chunks, body);
+    else
+      for (int64_t c = 0; c < chunks; ++c) body(c);
+  };
+  each_chunk([&](int64_t j, int64_t len, int64_t c) {
     Stats& s = part[size_t(c)];
-    k.stats_cached(len, x + j, scale, &s.max, &s.sum);  // a chunk (64 KB) stays in L2
-    if (s.max == -kInf) s.sum = 0.0f;                   // no mass: mergeable
+    s.max = k.max(len, x + j) * scale;
+    if (s.max > -kInf && s.max < kInf)
+      s.sum = k.exp_sum(len, x + j, scale, s.max, op == Op::softmax ? y + j : nullptr);
+    else
+      s.sum = s.max == -kInf ? 0.0f : kNaN;  // no mass (mergeable), or a special row
   });
   Stats st = part[0];
   for (int64_t c = 1; c < chunks; ++c) st.merge(part[size_t(c)]);
+  // In place, a special row's x may already hold exps: NaN stays NaN under exp, +inf entries
+  // sit in chunks that were not written, and the exps of finite entries get 0 either way.
   if (!arithmetic(st)) return special_row(op, cols, x, scale, y);
   const float lse = st.max + std::log(st.sum);
   if (op == Op::logsumexp) return lse;
-  tbb::parallel_for(int64_t(0), chunks, [&](int64_t c) {
-    const int64_t j = c * kChunk, len = std::min(kChunk, cols - j);
-    if (op == Op::softmax)
-      k.exp_scale(len, x + j, scale, st.max, 1.0f / st.sum, y + j);
-    else
+  each_chunk([&](int64_t j, int64_t len, int64_t c) {
+    const float m_c = part[size_t(c)].max;
+    if (op == Op::log_softmax)
       k.affine(len, x + j, scale, -lse, y + j);
+    else if (m_c == -kInf)  // no mass in this chunk, and nothing was stored
+      std::fill(y + j, y + j + len, 0.0f);
+    else
+      k.affine(len, y + j, std::exp(m_c - st.max) / st.sum, 0.0f, y + j);
   });
   return lse;
 }
@@ -115,25 +156,42 @@ float long_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, flo
 void run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
               float scale, float* lse_out) {
   const SoftmaxKernels& k = detail::active_table().softmax;
-  auto row = [&](int64_t r) {
-    float* yr = y ? y + r * ldy : nullptr;
-    const float lse = cols >= kSplitCols
-                          ? long_row(k, op, cols, x + r * ldx, scale, yr)
-                          : short_row(k, op, cols, x + r * ldx, scale, yr, lse_out != nullptr);
-    if (lse_out) lse_out[r] = lse;
+  const int threads = tbb::this_task_arena::max_concurrency();
+  // Long rows: whole rows per task when there are enough of them (a row's chunks then stay in
+  // this core's L2 for the second pass), otherwise the chunks of each row in parallel.
+  const bool chunks_parallel = cols > kCachedCols && rows < 2 * int64_t(threads);
+  const bool stream = double(rows) * double(cols) * sizeof(float) >= kStreamBytes;
+  // Rows [r, end) of one task.
+  auto rows_of_task = [&](int64_t r, int64_t end) {
+    if (op == Op::softmax && cols <= kCachedCols) {
+      cached_softmax_rows(k, r, end, cols, x, ldx, scale, y, ldy, lse_out, stream);
+      return;
+    }
+    for (; r < end; ++r) {
+      const float* xr = x + r * ldx;
+      float* yr = y ? y + r * ldy : nullptr;
+      const float lse =
+          cols > kCachedCols
+              ? chunked_row(k, op, cols, xr, scale, yr, chunks_parallel)
+              : short_row(k, op, cols, xr, scale, yr, r + 1 < end ? xr + ldx : nullptr);
+      if (lse_out) lse_out[r] = lse;
+    }
   };
   // About 32K elements per task: enough to amortise scheduling, fine enough to balance. A
   // problem of one task runs here, without TBB (its fork-join costs more than 8 rows of 128).
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1));
-  if (rows <= grain && cols < kSplitCols) {
-    for (int64_t r = 0; r < rows; ++r) row(r);
+  if (chunks_parallel) {
+    tbb::this_task_arena::isolate([&] { rows_of_task(0, rows); });
+    return;
+  }
+  if (rows <= grain) {
+    rows_of_task(0, rows);
     return;
   }
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, grain),
-                      [&](const tbb::blocked_range<int64_t>& r) {
-                        for (int64_t i = r.begin(); i < r.end(); ++i) row(i);
-                      });
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, rows, grain),
+        [&](const tbb::blocked_range<int64_t>& r) { rows_of_task(r.begin(), r.end()); });
   });
 }
 

@@ -151,6 +151,83 @@ TEST_P(Softmax, LongRowsAcrossChunks) {
   }
 }
 
+// Rows of more than 16K columns are done in chunks (exps stored relative to each chunk's max,
+// rescaled at the end): special values confined to one chunk, a chunk with no mass, in place.
+TEST_P(Softmax, ChunkedRowsSpecialChunksInPlace) {
+  const int64_t cols = 40000;  // chunks [0, 16384), [16384, 32768), [32768, 40000)
+  auto x = tt::random_vec(size_t(4 * cols), 21, -20.0f, 20.0f);
+  for (int64_t j = 16384; j < 32768; ++j) x[size_t(0 * cols + j)] = -tt::kInf;  // empty chunk
+  x[size_t(1 * cols + 20000)] = tt::kInf;                                       // middle chunk
+  x[size_t(2 * cols + 39999)] = tt::kNaN;                                       // last chunk
+  std::vector<float> ref(x.size());
+  tessera::reference::softmax(4, cols, x.data(), cols, ref.data(), cols, 1.0f);
+  std::vector<float> y = x;
+  ASSERT_EQ(tessera::softmax(4, cols, y.data(), cols, y.data(), cols), Status::ok);
+  EXPECT_LE(tt::rel_err(y, ref), 1e-6);
+  for (int64_t j = 16384; j < 32768; ++j) ASSERT_EQ(y[size_t(j)], 0.0f) << j;
+  for (int64_t j = 0; j < cols; ++j) {
+    ASSERT_EQ(y[size_t(cols + j)], j == 20000 ? 1.0f : 0.0f) << j;
+    ASSERT_TRUE(std::isnan(y[size_t(2 * cols + j)])) << j;
+  }
+}
+
+// Outputs of 32 MB and more are written with streaming stores from a scratch row: the same
+// numbers, in place too, and special rows still rewritten.
+TEST_P(Softmax, LargeOutputStreamedLikeTheRest) {
+  const int64_t rows = 2048, cols = 4096;
+  auto x = tt::random_vec(size_t(rows * cols), 29, -20.0f, 20.0f);
+  for (int64_t j = 0; j < cols; ++j) x[size_t(5 * cols + j)] = -tt::kInf;
+  x[size_t(6 * cols + 3)] = tt::kNaN;
+  x[size_t(7 * cols + 100)] = tt::kInf;
+  std::vector<float> ref(x.size());
+  tessera::reference::softmax(rows, cols, x.data(), cols, ref.data(), cols, 1.0f);
+  std::vector<float> y(x.size() + 1);
+  // y one float off the vector alignment: the streamed body starts after a scalar head.
+  ASSERT_EQ(tessera::softmax(rows, cols, x.data(), cols, y.data() + 1, cols), Status::ok);
+  EXPECT_LE(tt::rel_err(y.data() + 1, ref.data(), ref.size()), 1e-6);
+  ASSERT_EQ(tessera::softmax(rows, cols, x.data(), cols, x.data(), cols), Status::ok);
+  EXPECT_LE(tt::rel_err(x, ref), 1e-6);
+  EXPECT_EQ(x[size_t(5 * cols)], 0.0f);
+  EXPECT_TRUE(std::isnan(x[size_t(6 * cols)]));
+  EXPECT_EQ(x[size_t(7 * cols + 100)], 1.0f);
+}
+
+// Within 1e-6 of the reference relative to each row's magnitude (softmax: the row's largest
+// probability; log-softmax: its largest |value|, at least 1; logsumexp: |lse|, at least 1), on
+// every path: short rows, the exp-store threshold, chunked rows. (Element by element, small
+// probabilities cannot meet 1e-6 in any float implementation: exp(a) for a = -40 inherits the
+// rounding of a itself, 0.5 ulp(40) = 1.9e-6 relative.)
+TEST_P(Softmax, WithinOneMillionthOfTheReference) {
+  const std::pair<int64_t, int64_t> shapes[] = {{8, 128},   {300, 77},  {40, 16384},
+                                                {9, 16385}, {2, 70001}, {1, 200000}};
+  for (const auto& [rows, cols] : shapes) {
+    const auto x = tt::random_vec(size_t(rows * cols), 23, -30.0f, 30.0f);
+    const size_t n = x.size(), nr = static_cast<size_t>(rows);
+    std::vector<float> y(n), ly(n), lse(nr), ref(n), lref(n), lse_ref(nr);
+    ASSERT_EQ(tessera::softmax(rows, cols, x.data(), cols, y.data(), cols, 0.7f), Status::ok);
+    ASSERT_EQ(tessera::log_softmax(rows, cols, x.data(), cols, ly.data(), cols, 0.7f), Status::ok);
+    ASSERT_EQ(tessera::logsumexp(rows, cols, x.data(), cols, 0.7f, lse.data()), Status::ok);
+    tessera::reference::softmax(rows, cols, x.data(), cols, ref.data(), cols, 0.7f);
+    tessera::reference::log_softmax(rows, cols, x.data(), cols, lref.data(), cols, 0.7f);
+    tessera::reference::logsumexp(rows, cols, x.data(), cols, 0.7f, lse_ref.data());
+    for (size_t r = 0; r < nr; ++r) {
+      double err = 0, err_log = 0, top = 0, top_log = 1;
+      for (size_t j = r * size_t(cols); j < (r + 1) * size_t(cols); ++j) {
+        err = std::max(err, std::fabs(double(y[j]) - ref[j]));
+        top = std::max(top, double(ref[j]));
+        err_log = std::max(err_log, std::fabs(double(ly[j]) - lref[j]));
+        top_log = std::max(top_log, std::fabs(double(lref[j])));
+      }
+      EXPECT_LE(err / top, 1e-6) << rows << "x" << cols << " row " << r;
+      EXPECT_LE(err_log / top_log, 1e-6) << rows << "x" << cols << " row " << r;
+      EXPECT_LE(
+          std::fabs(double(lse[r]) - lse_ref[r]) / std::max(1.0, std::fabs(double(lse_ref[r]))),
+          1e-6)
+          << rows << "x" << cols << " row " << r;
+    }
+  }
+}
+
 // Bitwise identical results for 1, 2 and 8 threads, on short rows, rows on both sides of the
 // exp-store threshold, and chunked long rows.
 TEST_P(Softmax, BitwiseIdenticalForAnyThreadCount) {
