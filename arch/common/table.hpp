@@ -71,7 +71,6 @@ KernelTable make_table(const char* name) {
   sm.softmax_rows_cached = &softmax_rows_cached<Arch>;
   sm.max = &row_max<Arch>;
   sm.exp_sum = &exp_sum<Arch>;
-  sm.exp_scale = &exp_scale<Arch>;
   sm.affine = &affine<Arch>;
   return t;
 }
