@@ -11,6 +11,12 @@ namespace tessera::arch {
 constexpr int kMaxMR = 16;
 constexpr int kMaxDotRows = 4;
 
+// Fused attention's key tile: BK keys per step of the key loop. The score/probability tile is
+// stored with rows BK floats apart, so the P V micro-kernel that reads it in place gets that
+// stride as a constant (gemm_ukernel_rows_bk). BK = 256: the S tile of ~256 stacked rows
+// (256 KB), a K and a V tile (128 KB each at d = 128) and the O accumulator share a 2 MB L2.
+inline constexpr int kAttentionBK = 256;
+
 // gemm_ukernel.hpp: C[0:r, 0:nr] = alpha A B + beta C for r rows (the index in the table).
 using GemmPackedFn = void (*)(int64_t kc, const float* a_panel, const float* b_panel, float* c,
                               int64_t ldc, int64_t nr, float alpha, float beta);
@@ -29,10 +35,12 @@ struct GemmKernels {
   int dot_rows, dot_cols;
   GemmPackedFn packed[kMaxMR + 1];    // [r]: r = 1..mr rows of a packed A panel
   GemmStridedFn strided[kMaxMR + 1];  // [r]: A read in place through strides
-  GemmDotFn dot[kMaxDotRows + 1];     // [r]: r x dot_cols
-  GemmDotFn dot1[kMaxDotRows + 1];    // [r]: r x 1
-  GemmPackFn pack_a;                  // (trans, mc, kc, a, lda, out)
-  GemmPackFn pack_b;                  // (trans, kc, nc, b, ldb, out)
+  // [r]: A read in place, rows kAttentionBK floats apart (attention's P), B a packed panel
+  GemmPackedFn rows_bk[kMaxMR + 1];
+  GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols
+  GemmDotFn dot1[kMaxDotRows + 1];  // [r]: r x 1
+  GemmPackFn pack_a;                // (trans, mc, kc, a, lda, out)
+  GemmPackFn pack_b;                // (trans, kc, nc, b, ldb, out)
 };
 
 // softmax.hpp / exp.hpp: row kernels (contracts there).

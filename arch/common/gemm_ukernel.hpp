@@ -125,6 +125,17 @@ void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
   ukernel_body<Arch, R, NV>(kc, a, a_rs, a_cs, b, ldb, c, ldc, nr, alpha, beta);
 }
 
+// A read in place with rows LDA floats apart (a constant: fused attention's P tile), B a packed
+// panel. With the row stride a runtime value the 14 row addresses did not fit the general
+// registers next to the loop's own (the compiler reloaded offsets from the stack every k step,
+// and P V ran ~30% slower than Q K^T); as a constant they are displacements.
+template <class Arch, int LDA, int R, int NV>
+void gemm_ukernel_rows_lda(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                           int64_t nr, float alpha, float beta) {
+  constexpr int64_t NR = NV * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
+  ukernel_body<Arch, R, NV>(kc, a, LDA, 1, b, NR, c, ldc, nr, alpha, beta);
+}
+
 // Packed panels: a_rs = 1, a_cs = MR, ldb = NR, known at compile time.
 template <class Arch, int MR, int R, int NV>
 void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
