@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 #include "dispatch.hpp"
@@ -57,6 +58,8 @@ struct Geometry {
   float scale;
   bool elementwise;  // bias, mask, ALiBi or softcap: every tile needs the per-element pass
 };
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t valid_len(const tessera_attention_desc& d, int64_t b) {
   return d.kv_lens ? d.kv_lens[b] : d.kv_len;
@@ -221,8 +224,11 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
 
     // The next tile's K and V rows, fetched into L2 while this tile's softmax and P V run
     // (its K^T packing otherwise waited on them: ~6% of the time at L = 4096, d = 128).
+    // Only where the rows are many enough to spread the requests thinly (a few keys per row):
+    // a burst of 4096 line requests behind one decode row stalled it (and there the hardware
+    // prefetcher already follows the single stream of keys).
     const int64_t next_n = std::min(kBK, hi - (j0 + kBK));
-    const int64_t per_row = next_n > 0 ? (next_n + rows - 1) / rows : 0;
+    const int64_t per_row = next_n > 0 && rows >= 32 ? (next_n + rows - 1) / rows : 0;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t key = j0 + kBK + r * per_row, e = std::min(key + per_row, j0 + kBK + next_n);
            key < e; ++key) {
@@ -340,9 +346,15 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
   const tessera_attention_desc& d = g.d;
   // About kRowsPerTile stacked rows, a whole number of MR panels where the group allows (256 rows
   // with MR = 14 would leave a 4-row panel running at 4/14 of the kernel's rate).
-  const int64_t target = std::max<int64_t>(kt.gemm.mr, kRowsPerTile / kt.gemm.mr * kt.gemm.mr);
-  const int64_t bq = std::max<int64_t>(1, target / g.group);
-  const int64_t q_blocks = (d.q_len + bq - 1) / bq;
+  // The blocks are then evened out (256 query rows were one block of 252 and one of 4: a task
+  // that packed every K tile for 4 rows), still a whole number of MR panels.
+  const int64_t MR = kt.gemm.mr;
+  const int64_t target = std::max<int64_t>(MR, kRowsPerTile / MR * MR);
+  const int64_t bq_max = std::max<int64_t>(1, target / g.group);
+  const int64_t unit = MR / std::gcd(MR, g.group);  // bq multiple of this: rows multiple of MR
+  int64_t bq = ceil_div(d.q_len, ceil_div(d.q_len, bq_max));
+  bq = std::min(std::max<int64_t>(1, bq_max), ceil_div(bq, unit) * unit);
+  const int64_t q_blocks = ceil_div(d.q_len, bq);
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
   std::atomic<bool> oom{false};
   tbb::this_task_arena::isolate([&] {
