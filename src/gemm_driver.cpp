@@ -80,7 +80,7 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
            });
 }
 
-// ---- A read in place (no packing of A): small problems and few rows --------------------------
+// ---- A read in place (no packing of A): few rows ----------------------------------------------
 // B panels are read in place when op(B) = B and the panel is whole; B^T and a partial last panel
 // are packed first.
 Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
@@ -223,17 +223,17 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     return Status::ok;
   }
   // Few rows: pack nothing of A (packing would cost as much as the product); B^T is then best
-  // read as dot products along k, B as rows in place. Small products (the per-head GEMMs of
-  // attention, 64 x 64 x 64) skip A packing too: their A block is already cache-resident.
+  // read as dot products along k, B as rows in place. Everything else takes the blocked path,
+  // small products included: with B packed into contiguous panels (A still read in place when
+  // it meets at most 4 panels) 64^3 and 128^3 measured 10-30% faster than with B read in place.
   // Prepacked B always takes the blocked path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(kt, p, parallel);
   const bool few_rows = p.m <= 2 * kt.dot_rows;
-  const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   if (few_rows && p.tb && !p.ta) {
     gemm_dot(kt, p, parallel);
     return Status::ok;
   }
-  if (few_rows || small) return gemm_unpacked_a(kt, p, parallel);
+  if (few_rows) return gemm_unpacked_a(kt, p, parallel);
   return gemm_blocked(kt, p, parallel);
 }
 
