@@ -80,7 +80,7 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
            });
 }
 
-// ---- A read in place (no packing of A): few rows ----------------------------------------------
+// ---- A read in place (no packing of A): few rows, small products on several threads ----------
 // B panels are read in place when op(B) = B and the panel is whole; B^T and a partial last panel
 // are packed first.
 Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
@@ -215,17 +215,22 @@ void gemm_pack_b_full(const GemmKernels& kt, bool tb, int64_t k, int64_t n, cons
 Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (p.m == 0 || p.n == 0) return Status::ok;
   // Below ~100^3 multiply-adds a fork-join costs more than a second core saves (measured:
-  // 64^3 on 2 threads ran at 126 GFLOP/s against 153 serially). The split never changes the
-  // sums, so this affects speed only.
-  if (double(p.m) * p.n * p.k < 1.0e6) parallel = false;
+  // 64^3 on 2 threads ran at 126 GFLOP/s against 153 serially), unless the operands are large
+  // enough that the product is bound by reading them, where a second core adds bandwidth (the
+  // decode shape 1 x 4096 x 128 reads 2 MB: 25 GFLOP/s serially, 43 on 2 threads). The split
+  // never changes the sums, so this affects speed only.
+  const double operand_bytes = 4.0 * (double(p.m) * p.k + double(p.k) * p.n);
+  if (double(p.m) * p.n * p.k < 1.0e6 && operand_bytes < 1.0e6) parallel = false;
   if (p.alpha == 0.0f || p.k == 0) {
     scale_c(p, parallel);
     return Status::ok;
   }
   // Few rows: pack nothing of A (packing would cost as much as the product); B^T is then best
-  // read as dot products along k, B as rows in place. Everything else takes the blocked path,
-  // small products included: with B packed into contiguous panels (A still read in place when
-  // it meets at most 4 panels) 64^3 and 128^3 measured 10-30% faster than with B read in place.
+  // read as dot products along k, B as rows in place. Small products run by one thread take the
+  // blocked path: with B packed into contiguous panels (A still read in place when it meets at
+  // most 4 panels) 64^3 and 128^3 measured 10-30% faster than with B read in place. Run by
+  // several, they skip packing B: its own fork-join would double the scheduling cost of a
+  // product that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240 in place).
   // Prepacked B always takes the blocked path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(kt, p, parallel);
   const bool few_rows = p.m <= 2 * kt.dot_rows;
@@ -233,7 +238,8 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     gemm_dot(kt, p, parallel);
     return Status::ok;
   }
-  if (few_rows) return gemm_unpacked_a(kt, p, parallel);
+  const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
+  if (few_rows || (small && parallel)) return gemm_unpacked_a(kt, p, parallel);
   return gemm_blocked(kt, p, parallel);
 }
 
