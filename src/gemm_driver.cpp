@@ -137,6 +137,13 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
   // n = 64 (P V, two panels) reading A in place is 2x faster; for n >= 512 packing is as fast or
   // faster (k = 64 score matrices: +15%).
   const bool pack_a = ceil_div(std::min(NC, p.n), NR) > 4;
+  // BLIS's order (NR panels outside, MR panels inside) keeps a B micro-panel in L1 while the A
+  // panels pass, but walks down C's rows: every tile lands on MR new pages and lines. With a
+  // short k (at most 128) writing C dominates, and the MR panels go outside instead, so that
+  // successive tiles continue the same rows: attention's score matrix 4096 x 4096 x 64 went
+  // from ~80 to ~135 GFLOP/s on 1 thread, ~150 to ~235 on 2 (streaming stores for C, tried
+  // with either order, changed nothing measurable once the rows run on).
+  const bool rows_outer = std::min(KC, p.k) <= 128;
   for (int64_t jc = 0; jc < p.n; jc += NC) {
     const int64_t nc = std::min(NC, p.n - jc);
     const int64_t panels = ceil_div(nc, NR);
@@ -169,20 +176,23 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
                    const int64_t ic = ib * MC, mc = std::min(MC, p.m - ic);
                    const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
                    if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
-                   for (int64_t q = q0; q < q1; ++q) {
+                   auto tile = [&](int64_t q, int64_t ir) {
                      const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
+                     const int64_t rows = std::min(MR, mc - ir);
                      const float* b_panel = bp + q * NR * kc;
-                     float* c = p.c + ic * p.ldc + j;
-                     for (int64_t ir = 0; ir < mc; ir += MR) {
-                       const int64_t rows = std::min(MR, mc - ir);
-                       if (pack_a) {
-                         kt.packed[rows](kc, a_buf + ir * kc, b_panel, c + ir * p.ldc, p.ldc, nr,
-                                         p.alpha, beta);
-                       } else {
-                         kt.strided[rows](kc, a_src + ir * a_rs, a_rs, a_cs, b_panel, NR,
-                                          c + ir * p.ldc, p.ldc, nr, p.alpha, beta);
-                       }
-                     }
+                     float* c = p.c + (ic + ir) * p.ldc + j;
+                     if (pack_a)
+                       kt.packed[rows](kc, a_buf + ir * kc, b_panel, c, p.ldc, nr, p.alpha, beta);
+                     else
+                       kt.strided[rows](kc, a_src + ir * a_rs, a_rs, a_cs, b_panel, NR, c, p.ldc,
+                                        nr, p.alpha, beta);
+                   };
+                   if (rows_outer) {
+                     for (int64_t ir = 0; ir < mc; ir += MR)
+                       for (int64_t q = q0; q < q1; ++q) tile(q, ir);
+                   } else {
+                     for (int64_t q = q0; q < q1; ++q)
+                       for (int64_t ir = 0; ir < mc; ir += MR) tile(q, ir);
                    }
                  }
                });
