@@ -117,12 +117,20 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
 // ---- the blocked path: pack A blocks and B blocks, micro-kernels over the packed panels --------
 Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const int64_t MR = kt.mr, NR = kt.nr, KC = kt.kc, NC = kt.nc;
-  // Short M: smaller row blocks (whole MR panels), two per thread, so that threads split rows
-  // and each packs its A block once, rather than splitting N and re-packing A per chunk. MC only
-  // partitions rows: the sums, and so the results, do not depend on it.
+  // Row blocks: at most MC rows each, at least two per thread, their count a multiple of the
+  // thread count, and the MR panels dealt out evenly among them, so that threads split rows
+  // (each packs its A block once, rather than splitting N and re-packing A per chunk) and
+  // finish together. (Blocks of MC = 336 rows made 7 blocks of 2048 rows: 4 + 3 on 2 threads,
+  // 1.72x the 1-thread rate.) Blocks only partition rows: the sums, and so the results, do
+  // not depend on them.
   const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
-  const int64_t MC =
-      std::min<int64_t>(kt.mc, std::max(MR, round_up(ceil_div(p.m, 2 * threads), MR)));
+  const int64_t row_panels = ceil_div(p.m, MR);
+  const int64_t row_blocks = std::min(
+      row_panels,
+      round_up(std::max(ceil_div(p.m, int64_t(kt.mc)), int64_t(2) * threads), int64_t(threads)));
+  const int64_t MC = ceil_div(row_panels, row_blocks) * MR;  // the largest block
+  // Block ib: rows [first_row(ib), first_row(ib + 1)).
+  auto first_row = [&](int64_t ib) { return std::min(p.m, ib * row_panels / row_blocks * MR); };
   const int64_t n_padded = round_up(p.n, NR);
   float* b_buf = nullptr;
   if (!p.b_packed) {
@@ -162,40 +170,39 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
         });
         bp = b_buf;
       }
-      for_grid(ceil_div(p.m, MC), panels, parallel,
-               [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
-                 float* a_buf = nullptr;
-                 if (pack_a) {
-                   a_buf = thread_scratch(ScratchSlot::gemm_a).floats(size_t(MC * kc));
-                   if (!a_buf) {
-                     oom = true;
-                     return;
-                   }
-                 }
-                 for (int64_t ib = ib0; ib < ib1; ++ib) {
-                   const int64_t ic = ib * MC, mc = std::min(MC, p.m - ic);
-                   const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
-                   if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
-                   auto tile = [&](int64_t q, int64_t ir) {
-                     const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
-                     const int64_t rows = std::min(MR, mc - ir);
-                     const float* b_panel = bp + q * NR * kc;
-                     float* c = p.c + (ic + ir) * p.ldc + j;
-                     if (pack_a)
-                       kt.packed[rows](kc, a_buf + ir * kc, b_panel, c, p.ldc, nr, p.alpha, beta);
-                     else
-                       kt.strided[rows](kc, a_src + ir * a_rs, a_rs, a_cs, b_panel, NR, c, p.ldc,
-                                        nr, p.alpha, beta);
-                   };
-                   if (rows_outer) {
-                     for (int64_t ir = 0; ir < mc; ir += MR)
-                       for (int64_t q = q0; q < q1; ++q) tile(q, ir);
-                   } else {
-                     for (int64_t q = q0; q < q1; ++q)
-                       for (int64_t ir = 0; ir < mc; ir += MR) tile(q, ir);
-                   }
-                 }
-               });
+      for_grid(row_blocks, panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
+        float* a_buf = nullptr;
+        if (pack_a) {
+          a_buf = thread_scratch(ScratchSlot::gemm_a).floats(size_t(MC * kc));
+          if (!a_buf) {
+            oom = true;
+            return;
+          }
+        }
+        for (int64_t ib = ib0; ib < ib1; ++ib) {
+          const int64_t ic = first_row(ib), mc = first_row(ib + 1) - ic;
+          const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
+          if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
+          auto tile = [&](int64_t q, int64_t ir) {
+            const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
+            const int64_t rows = std::min(MR, mc - ir);
+            const float* b_panel = bp + q * NR * kc;
+            float* c = p.c + (ic + ir) * p.ldc + j;
+            if (pack_a)
+              kt.packed[rows](kc, a_buf + ir * kc, b_panel, c, p.ldc, nr, p.alpha, beta);
+            else
+              kt.strided[rows](kc, a_src + ir * a_rs, a_rs, a_cs, b_panel, NR, c, p.ldc, nr,
+                               p.alpha, beta);
+          };
+          if (rows_outer) {
+            for (int64_t ir = 0; ir < mc; ir += MR)
+              for (int64_t q = q0; q < q1; ++q) tile(q, ir);
+          } else {
+            for (int64_t q = q0; q < q1; ++q)
+              for (int64_t ir = 0; ir < mc; ir += MR) tile(q, ir);
+          }
+        }
+      });
       if (oom) return fail(Status::out_of_memory, "cannot allocate a packed A block");
     }
   }
