@@ -245,8 +245,10 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         continue;
       }
       const float sum = sk.exp_sum(n, srow, 1.0f, m_new, srow);
-      if (m_new > m_old) {  // rescale what was accumulated against the old max
-        const float c = m_old == -kInf ? 0.0f : std::exp(m_old - m_new);
+      // Rescale what was accumulated against the old max (nothing yet while it was -inf: the
+      // row's O and l are still the zeros make_state wrote).
+      if (m_new > m_old && m_old != -kInf) {
+        const float c = std::exp(m_old - m_new);
         st.l[r] *= c;
         sk.affine(Dv, st.o + r * Dv, c, 0.0f, st.o + r * Dv);
       }
@@ -388,9 +390,12 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
   const int64_t rows = g.group * d.q_len, Dv = d.value_dim;
   const int64_t chunks = std::max<int64_t>(1, (d.kv_len + kDecodeChunk - 1) / kDecodeChunk);
   const int64_t units = d.batch * d.kv_heads;
-  // Partials per (unit, chunk): rows x (m, l, special, O[Dv]).
+  // Partials per (unit, chunk): rows x (m, l, special, O[Dv]), in the calling thread's scratch
+  // (reused across calls; the tasks below use their own threads' attention slots).
   const int64_t stride = rows * (3 + Dv);
-  std::vector<float> partial(size_t(units * chunks * stride));
+  float* partial =
+      thread_scratch(ScratchSlot::decode_partials).floats(size_t(units * chunks * stride));
+  if (!partial) return fail(Status::out_of_memory, "cannot allocate the decode partials");
   std::atomic<bool> oom{false};
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(
@@ -408,7 +413,7 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
             kt.gemm.pack_a(false, rows, d.head_dim, st.qg, d.head_dim, st.qp);
             key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
                      std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
-            float* out = partial.data() + t * stride;
+            float* out = partial + t * stride;
             for (int64_t i = 0; i < rows; ++i) {
               out[i * (3 + Dv)] = st.m[i];
               out[i * (3 + Dv) + 1] = st.l[i];
@@ -420,36 +425,39 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
         tbb::simple_partitioner());
   });
   if (oom) return fail(Status::out_of_memory, "cannot allocate the attention tile state");
-  // Merge the chunks of each unit in chunk order.
-  tbb::parallel_for(int64_t(0), units, [&](int64_t unit) {
-    const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
-    const auto nrows = static_cast<size_t>(rows);
-    std::vector<float> o_acc(nrows * static_cast<size_t>(Dv));
-    std::vector<OnlineSoftmaxState> state(nrows);
-    std::vector<float> special(nrows, 0.0f);
-    for (int64_t c = 0; c < chunks; ++c) {
-      const float* part = partial.data() + (unit * chunks + c) * stride;
-      for (int64_t i = 0; i < rows; ++i) {
-        OnlineSoftmaxState s;
-        s.max = part[i * (3 + Dv)];
-        s.sum = part[i * (3 + Dv) + 1];
-        if (part[i * (3 + Dv) + 2] != 0.0f) special[size_t(i)] = 1.0f;
-        if (c == 0) {
-          state[size_t(i)] = s;
-          std::memcpy(o_acc.data() + i * Dv, part + i * (3 + Dv) + 3, sizeof(float) * size_t(Dv));
-        } else {
-          merge_partial_output(state[size_t(i)], o_acc.data() + i * Dv, s, part + i * (3 + Dv) + 3,
-                               Dv);
+  // Merge the chunks of each unit in chunk order. Isolated like the first pass: the calling
+  // thread holds the partials in its scratch and must not pick up an unrelated call meanwhile.
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(int64_t(0), units, [&](int64_t unit) {
+      const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
+      // O accumulators, then m, l and the special flags of every row.
+      float* acc = thread_scratch(ScratchSlot::decode_merge).floats(size_t(rows * (Dv + 3)));
+      if (!acc) {
+        oom = true;
+        return;
+      }
+      TileState st;
+      st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows, st.special = st.l + rows;
+      for (int64_t c = 0; c < chunks; ++c) {
+        const float* part = partial + (unit * chunks + c) * stride;
+        for (int64_t i = 0; i < rows; ++i) {
+          const float* pi = part + i * (3 + Dv);
+          const OnlineSoftmaxState s{pi[0], pi[1]};
+          if (c == 0) {
+            st.m[i] = s.max, st.l[i] = s.sum, st.special[i] = pi[2];
+            std::memcpy(st.o + i * Dv, pi + 3, sizeof(float) * size_t(Dv));
+            continue;
+          }
+          if (pi[2] != 0.0f) st.special[i] = 1.0f;
+          OnlineSoftmaxState merged{st.m[i], st.l[i]};
+          merge_partial_output(merged, st.o + i * Dv, s, pi + 3, Dv);
+          st.m[i] = merged.max, st.l[i] = merged.sum;
         }
       }
-    }
-    TileState st;
-    std::vector<float> m(nrows), l(nrows);
-    for (int64_t i = 0; i < rows; ++i)
-      m[size_t(i)] = state[size_t(i)].max, l[size_t(i)] = state[size_t(i)].sum;
-    st.o = o_acc.data(), st.m = m.data(), st.l = l.data(), st.special = special.data();
-    finish_rows(g, b, hk, 0, d.q_len, st, q, k, v, o);
+      finish_rows(g, b, hk, 0, d.q_len, st, q, k, v, o);
+    });
   });
+  if (oom) return fail(Status::out_of_memory, "cannot allocate the decode merge state");
   return Status::ok;
 }
 

@@ -45,7 +45,7 @@ class Scratch {
 };
 
 // Scratch of the calling thread, one per purpose.
-enum class ScratchSlot { gemm_a, gemm_b, gemm_edge, attention, softmax, count };
+enum class ScratchSlot { gemm_a, gemm_b, attention, decode_partials, decode_merge, softmax, count };
 Scratch& thread_scratch(ScratchSlot slot);
 
 }  // namespace tessera::detail
