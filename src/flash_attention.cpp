@@ -354,8 +354,11 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
   const int64_t target = std::max<int64_t>(MR, kRowsPerTile / MR * MR);
   const int64_t bq_max = std::max<int64_t>(1, target / g.group);
   const int64_t unit = MR / std::gcd(MR, g.group);  // bq multiple of this: rows multiple of MR
-  int64_t bq = ceil_div(d.q_len, ceil_div(d.q_len, bq_max));
-  bq = std::min(std::max<int64_t>(1, bq_max), ceil_div(bq, unit) * unit);
+  // (Up to a quarter over the target stays one block: 256 query rows as 2 blocks packed every
+  // K and V tile twice.)
+  const int64_t blocks = d.q_len <= bq_max + bq_max / 4 ? 1 : ceil_div(d.q_len, bq_max);
+  int64_t bq = ceil_div(d.q_len, blocks);
+  if (blocks > 1) bq = std::min(bq_max, ceil_div(bq, unit) * unit);
   const int64_t q_blocks = ceil_div(d.q_len, bq);
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
   std::atomic<bool> oom{false};
