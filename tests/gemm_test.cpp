@@ -1,6 +1,7 @@
 // SGEMM against the reference on every kernel table: the edge lattice of m, n, k, all four
 // transposes, alpha/beta combinations, wide leading dimensions, batches and prepacked B.
 #include "gemm_tester.hpp"
+#include "src/dispatch.hpp"
 
 using tessera::Transpose;
 
@@ -55,6 +56,24 @@ TEST_P(Gemm, AttentionShapes) {
   GemmTester().m(64).n(64).k(64).tb(Transpose::trans).test();               // Q K^T
   GemmTester().m(130).n(40).k(257).beta(1.0f).pad(5).test();                // odd blocks
   GemmTester().m(257).n(65).k(300).ta(Transpose::trans).beta(0.3f).test();  // past the KC edge
+}
+
+// The active table's own block edges: k across one and two KC blocks (C updated with beta = 1
+// after the first), m across MC and uneven row blocks, k <= 128 (MR panels outside the NR
+// panels), prepacked B over several KC blocks.
+TEST_P(Gemm, BlockEdgesOfTheTable) {
+  const auto& g = tessera::detail::active_table().gemm;
+  const int64_t MR = g.mr, NR = g.nr, KC = g.kc, MC = g.mc;
+  for (int64_t k : {KC - 1, KC, KC + 1, 2 * KC + 3}) {
+    GemmTester().m(2 * MR + 3).n(NR + 5).k(k).beta(0.3f).test(uint32_t(k));
+    GemmTester().m(MR + 1).n(3 * NR + 2).k(k).tb(Transpose::trans).packed(true).test();
+    if (HasFatalFailure()) return;
+  }
+  for (int64_t m : {MC - 1, MC + 1, 2 * MC + MR + 1, 7 * MR + 3}) {
+    GemmTester().m(m).n(5 * NR + 1).k(37).test(uint32_t(m));
+    GemmTester().m(m).n(2 * NR + 1).k(129).ta(Transpose::trans).beta(1.0f).test();
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST_P(Gemm, StridedBatched) {

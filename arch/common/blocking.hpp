@@ -18,15 +18,15 @@ struct GemmBlocking {
 
 // AVX-512 (Skylake-SP .. Emerald Rapids: 32 zmm, L1d 32-48 KB, L2 1-2 MB per core).
 //   14 x 32: 28 accumulators + 2 B vectors + 1 broadcast = 31 zmm.
-//   KC 384: B micro-panel 384 x 32 x 4 B = 48 KB, a whole 48 KB L1: it no longer stays in L1
-//   whole while the A panels stream past, and the rest comes from L2 (64 B/cycle, against the
-//   128 B of B a k step needs every 14 cycles). What KC buys is fewer passes over C: each pass
-//   reads and writes all of C, 32 MB at 2048^2, once per KC block of k. Measured at 2048^3,
-//   1 thread: 132 GFLOP/s with KC 192, 146 with KC 384; the micro-kernel alone on an L2 block
-//   is flat from KC 192 to 512 (161-165).
-//   MC 336 (24 panels): A block 336 x 384 x 4 B = 504 KB, 1/4 of a 2 MB L2.
-//   NC 4096: B block 384 x 4096 x 4 B = 6 MB, in L3.
-inline constexpr GemmBlocking kAvx512Gemm{14, 2, 384, 336, 4096, 4, 4};
+//   KC 512: the B micro-panel, 512 x 32 x 4 B = 64 KB, is larger than L1 and streams from L2
+//   (64 B/cycle, against the 128 B of B a k step needs every 14 cycles; the hardware
+//   prefetcher keeps ahead of a sequential panel). What KC buys is fewer passes over C: each
+//   pass reads and writes all of C, 32 MB at 2048^2, once per KC block of k. Measured at
+//   1 thread, best of 15: 2048^3 132 GFLOP/s with KC 192, 150 with 384, 155 with 512, 154 with
+//   768 (512^3 and 1024^3 alike); the micro-kernel alone on an L2 block is flat from 192 to 512.
+//   MC 336 (24 panels): A block 336 x 512 x 4 B = 672 KB, a third of a 2 MB L2.
+//   NC 4096: B block 512 x 4096 x 4 B = 8 MB, in L3.
+inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4};
 
 // AVX2 + FMA (Haswell .. Zen: 16 ymm, L1d 32 KB, L2 256 KB-1 MB).
 //   6 x 16: 12 accumulators + 2 B vectors + 1 broadcast = 15 ymm.
