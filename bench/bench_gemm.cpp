@@ -5,6 +5,7 @@
 #include "harness.hpp"
 #include "peers.hpp"
 #include "tessera/gemm.hpp"
+#include "tessera/threading.hpp"
 
 namespace bench {
 namespace {
@@ -55,11 +56,16 @@ struct Operands {
   }
 };
 
-void register_tessera(const Shape& s, int threads) {
-  const std::string name = shape_name(s) + "/tessera/threads:" + std::to_string(threads);
+// isa: a kernel table to force for this row (its peak% then refers to that table's peak), or
+// null for the dispatcher's choice.
+void register_tessera(const Shape& s, int threads, const char* isa = nullptr) {
+  const std::string name = shape_name(s) + "/tessera" + (isa ? std::string("-") + isa : "") +
+                           "/threads:" + std::to_string(threads);
   benchmark::RegisterBenchmark(
       name.c_str(),
-      [s, threads](benchmark::State& state) {
+      [s, threads, isa](benchmark::State& state) {
+        const std::string default_isa = tessera::isa_name();
+        if (isa) tessera::set_isa(isa);
         Operands op(s);
         run_in_arena(state, threads, [&] {
           if (s.batch == 1) {
@@ -75,6 +81,7 @@ void register_tessera(const Shape& s, int threads) {
         const double flops = 2.0 * s.m * s.n * s.k * s.batch;
         set_rates(state, flops, 0);
         set_peak_fraction(state, flops, threads);
+        if (isa) tessera::set_isa(default_isa.c_str());
       })
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
@@ -111,6 +118,9 @@ void register_gemm() {
       register_tessera(s, t);
       for (const GemmPeer& p : gemm_peers()) register_peer(s, t, p);
     }
+  // The AVX2 kernels on an AVX-512 machine, against the AVX2 peak.
+  if (tessera::isa_name() == std::string("avx512") && tessera::isa_supported("avx2"))
+    register_tessera(kShapes[4], 1, "avx2");  // square 1024
 }
 
 }  // namespace bench
