@@ -153,6 +153,36 @@ void panel_extent(const tessera_attention_desc& d, int64_t valid, int64_t i0, in
   k1 = std::clamp(hi - j0, k0, n);
 }
 
+// O += P V for few rows (decode): V is read once per task, so it is read in place rather than
+// copied; in blocks of kPvKeys keys, every column panel per block, so that a block of V rows
+// (32 KB at d = 128) comes from memory once and the other panels find it in L1. (Panel by panel
+// over the whole tile, each pass strode through V 128 bytes a row.) Only a partial last panel
+// is padded, per block.
+constexpr int64_t kPvKeys = 64;
+void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, int64_t rows,
+                 const float* vtile, const int64_t* extent, TileState& st) {
+  const int64_t MR = gk.mr, NR = gk.nr, Dv = d.value_dim, ldv = d.v_stride[2];
+  for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
+    const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
+    const int64_t r = std::min(MR, rows - ir);
+    for (int64_t kb = k0; kb < k1; kb += kPvKeys) {
+      const int64_t len = std::min(kPvKeys, k1 - kb);
+      const float* p = st.s + ir * kBK + kb;
+      for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
+        const int64_t nr = std::min(NR, Dv - c0);
+        float* o_panel = st.o + ir * Dv + c0;
+        const float* vsrc = vtile + kb * ldv + c0;
+        if (nr < NR) {
+          gk.pack_b(false, len, nr, vsrc, ldv, st.vp);
+          gk.rows_bk[r](len, p, st.vp, o_panel, Dv, nr, 1.0f, 1.0f);
+        } else {
+          gk.strided[r](len, p, kBK, 1, vsrc, ldv, o_panel, Dv, nr, 1.0f, 1.0f);
+        }
+      }
+    }
+  }
+}
+
 // Asks for the lines of n floats at p to be brought into L2.
 void prefetch_row(const float* p, int64_t n) {
   for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, 2);
@@ -255,29 +285,22 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       st.l[r] += sum;
       st.m[r] = m_new;
     }
+    if (rows <= 2 * gk.dot_rows) {
+      pv_few_rows(gk, d, rows, vbase + j0 * d.v_stride[2], extent.data(), st);
+      continue;
+    }
     // O += P V: P read in place (rows kBK apart, a constant of the kernel), V packed per tile
     // into NR-column panels (a copy of rows; contiguous loads that stay in L1 while every P
     // panel passes).
-    // With few rows (decode) V is read once per task: copying it would only add traffic, so it
-    // is read in place (only a partial last panel padded).
-    const bool pack_v = rows > 2 * gk.dot_rows;
     for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
       const int64_t nr = std::min(NR, Dv - c0);
-      const float* vsrc = vbase + j0 * d.v_stride[2] + c0;
-      const bool packed = pack_v || nr < NR;
-      if (packed) gk.pack_b(false, n, nr, vsrc, d.v_stride[2], st.vp);
+      gk.pack_b(false, n, nr, vbase + j0 * d.v_stride[2] + c0, d.v_stride[2], st.vp);
       for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
         // Only the keys some row of the panel sees: P is 0 elsewhere.
         const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
         if (k1 <= k0) continue;
-        const int64_t r = std::min(MR, rows - ir);
-        float* o_panel = st.o + ir * Dv + c0;
-        if (packed)
-          gk.rows_bk[r](k1 - k0, st.s + ir * kBK + k0, st.vp + k0 * NR, o_panel, Dv, nr, 1.0f,
-                        1.0f);
-        else
-          gk.strided[r](k1 - k0, st.s + ir * kBK + k0, kBK, 1, vsrc + k0 * d.v_stride[2],
-                        d.v_stride[2], o_panel, Dv, nr, 1.0f, 1.0f);
+        gk.rows_bk[std::min(MR, rows - ir)](k1 - k0, st.s + ir * kBK + k0, st.vp + k0 * NR,
+                                            st.o + ir * Dv + c0, Dv, nr, 1.0f, 1.0f);
       }
     }
   }
