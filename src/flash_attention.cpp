@@ -61,6 +61,10 @@ struct Geometry {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Few stacked rows (decode): S by dot products with K and Q read in place (Q is not packed),
+// P V with V read in place.
+bool few_rows(const arch::GemmKernels& gk, int64_t rows) { return rows <= 2 * gk.dot_rows; }
+
 int64_t valid_len(const tessera_attention_desc& d, int64_t b) {
   return d.kv_lens ? d.kv_lens[b] : d.kv_len;
 }
@@ -225,7 +229,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     // S = scale Q K^T: K^T packed per tile, Q packed once per task; a K panel stays in L1
     // while every Q panel passes it.
     const float* ktile = kbase + j0 * d.k_stride[2];
-    if (rows <= 2 * gk.dot_rows) {
+    if (few_rows(gk, rows)) {
       // Few rows (decode): dot products along d, K read in place, once.
       const int64_t R = gk.dot_rows, J = gk.dot_cols, ldk = d.k_stride[2];
       for (int64_t i = 0; i < rows; i += R) {
@@ -285,7 +289,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       st.l[r] += sum;
       st.m[r] = m_new;
     }
-    if (rows <= 2 * gk.dot_rows) {
+    if (few_rows(gk, rows)) {
       pv_few_rows(gk, d, rows, vbase + j0 * d.v_stride[2], extent.data(), st);
       continue;
     }
@@ -400,7 +404,8 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
               return;
             }
             load_queries(d, g, q, b, hk, i0, n, st.qg);
-            kt.gemm.pack_a(false, g.group * n, d.head_dim, st.qg, d.head_dim, st.qp);
+            if (!few_rows(kt.gemm, g.group * n))
+              kt.gemm.pack_a(false, g.group * n, d.head_dim, st.qg, d.head_dim, st.qp);
             key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
             finish_rows(g, b, hk, i0, n, st, q, k, v, o);
           }
@@ -436,7 +441,8 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
               return;
             }
             load_queries(d, g, q, b, hk, 0, d.q_len, st.qg);
-            kt.gemm.pack_a(false, rows, d.head_dim, st.qg, d.head_dim, st.qp);
+            if (!few_rows(kt.gemm, rows))
+              kt.gemm.pack_a(false, rows, d.head_dim, st.qg, d.head_dim, st.qp);
             key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
                      std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
             float* out = partial + t * stride;
