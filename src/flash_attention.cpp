@@ -48,7 +48,7 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kBK = arch::kAttentionBK;
-constexpr int64_t kRowsPerTile = 512;
+constexpr int64_t kRowsPerTile = 256;
 constexpr int64_t kDecodeChunk = 512;
 constexpr int64_t kDecodeMaxQ = 8;
 
