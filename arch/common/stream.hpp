@@ -8,25 +8,20 @@
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
 #include "../x86/stream_x86.hpp"
-#endif
 
 namespace tessera::arch {
+using x86::store_stream;
+using x86::stream_fence;  // orders the streaming stores before what the caller publishes next
+}  // namespace tessera::arch
 
+#else
+
+namespace tessera::arch {
 template <class Arch>
 inline void store_stream(xsimd::batch<float, Arch> v, float* p) {
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-  x86::store_stream(v, p);
-#else
   v.store_aligned(p);
-#endif
 }
-
-// Orders the streaming stores before whatever the caller publishes next (x86 sfence); a no-op
-// where store_stream is a plain store.
-inline void stream_fence() {
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-  x86::stream_fence();
-#endif
-}
-
+inline void stream_fence() {}  // plain stores need no ordering
 }  // namespace tessera::arch
+
+#endif
