@@ -19,6 +19,10 @@
 
 #include <cstdint>
 
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#include "../x86/pow2_x86.hpp"
+#endif
+
 namespace tessera::arch {
 
 namespace exp_detail {
@@ -74,6 +78,18 @@ inline xsimd::batch<float, Arch> scale_pow2(xsimd::batch<float, Arch> p,
   return xsimd::bitwise_cast<xsimd::batch<float, Arch>>(xsimd::bitwise_cast<I>(p) + (n << 23));
 }
 
+// p 2^n (n integral), 0 where x <= lo, NaN x kept: by vscalefps where the ISA has it.
+template <class Arch>
+inline xsimd::batch<float, Arch> pow2_above(xsimd::batch<float, Arch> p,
+                                            xsimd::batch<float, Arch> n,
+                                            xsimd::batch<float, Arch> x, float lo) {
+  using B = xsimd::batch<float, Arch>;
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+  if constexpr (x86::kHasScalef<Arch>) return x86::scalef_above<Arch>(p, n, x, lo);
+#endif
+  return xsimd::select(x <= B(lo), B(0.0f), scale_pow2<Arch>(p, xsimd::to_int(n)));
+}
+
 }  // namespace exp_detail
 
 template <class Arch>
@@ -93,13 +109,12 @@ inline xsimd::batch<float, Arch> exp_vec(xsimd::batch<float, Arch> x) {
 }
 
 // exp for arguments that cannot exceed ~0 (x - max in softmax and attention): no overflow
-// handling, 6 operations fewer than exp_vec (15 in all), the same results wherever both apply.
+// handling, 6 operations fewer than exp_vec (15 in all; 12 on AVX-512 with vscalefps), the same
+// results wherever both apply.
 template <class Arch>
 inline xsimd::batch<float, Arch> exp_vec_nonpositive(xsimd::batch<float, Arch> x) {
-  using B = xsimd::batch<float, Arch>;
   const exp_detail::ExpParts<Arch> e = exp_detail::exp_core<Arch>(x);
-  return xsimd::select(x <= B(exp_detail::kMinX), B(0.0f),
-                       exp_detail::scale_pow2<Arch>(e.p, xsimd::to_int(e.n)));
+  return exp_detail::pow2_above<Arch>(e.p, e.n, x, exp_detail::kMinX);
 }
 
 template <class Arch>
