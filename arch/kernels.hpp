@@ -49,9 +49,8 @@ struct SoftmaxKernels {
   void (*exp_nonpositive)(int64_t n, const float* x, float* y);  // x <= 0 (softmax's x - max)
   void (*tanh)(int64_t n, const float* x, float* y);
   void (*stats_online)(int64_t n, const float* x, float scale, float* max, float* sum);
-  // next_x / next_y: the row the caller will pass next (or null), prefetched meanwhile.
-  void (*stats_cached)(int64_t n, const float* x, float scale, float* max, float* sum,
-                       const float* next_x);
+  void (*stats_rows)(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale, float* max,
+                     float* sum);
   void (*softmax_rows_cached)(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
                               float* y, int64_t ldy, float* max, float* sum, float* stream);
   float (*max)(int64_t n, const float* x);

@@ -6,6 +6,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -97,16 +98,34 @@ void cached_softmax_rows(const SoftmaxKernels& k, int64_t r0, int64_t r1, int64_
   }
 }
 
-// Log-softmax or logsumexp of one row of up to kCachedCols columns. next_x: the row that comes
-// next, prefetched during the exp pass.
-float short_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale, float* y,
-                const float* next_x) {
-  Stats st;
-  k.stats_cached(cols, x, scale, &st.max, &st.sum, next_x);
-  if (!arithmetic(st)) return special_row(op, cols, x, scale, y);
-  const float lse = st.max + std::log(st.sum);
-  if (op == Op::log_softmax) k.affine(cols, x, scale, -lse, y);
-  return lse;
+// Log-softmax or logsumexp of rows [r0, r1) of up to kCachedCols columns: the statistics of a
+// block of rows in one kernel call (short rows go in groups there), then per row its lse and,
+// for log-softmax, y = scale x - lse while the block is still in cache (64 KB blocks).
+void cached_stats_rows(const SoftmaxKernels& k, Op op, int64_t r0, int64_t r1, int64_t cols,
+                       const float* x, int64_t ldx, float scale, float* y, int64_t ldy,
+                       float* lse_out) {
+  constexpr int64_t kBlockRows = 64;
+  const int64_t block = op == Op::logsumexp
+                            ? kBlockRows
+                            : std::clamp<int64_t>((64 << 10) / (cols * 4), 1, kBlockRows);
+  float mx[kBlockRows], sum[kBlockRows];
+  for (int64_t r = r0; r < r1; r += block) {
+    const int64_t rows = std::min(block, r1 - r);
+    k.stats_rows(rows, cols, x + r * ldx, ldx, scale, mx, sum);
+    for (int64_t i = 0; i < rows; ++i) {
+      const Stats st{mx[i], sum[i]};
+      const float* xr = x + (r + i) * ldx;
+      float* yr = y ? y + (r + i) * ldy : nullptr;
+      float lse;
+      if (arithmetic(st)) {
+        lse = st.max + std::log(st.sum);
+        if (op == Op::log_softmax) k.affine(cols, xr, scale, -lse, yr);
+      } else {
+        lse = special_row(op, cols, xr, scale, yr);
+      }
+      if (lse_out) lse_out[r + i] = lse;
+    }
+  }
 }
 
 // A row of more than kCachedCols columns, in fixed chunks of kChunk columns (64 KB: a chunk read
@@ -171,17 +190,16 @@ void run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, fl
   const bool stream = double(rows) * double(cols) * sizeof(float) >= kStreamBytes;
   // Rows [r, end) of one task.
   auto rows_of_task = [&](int64_t r, int64_t end) {
-    if (op == Op::softmax && cols <= kCachedCols) {
-      cached_softmax_rows(k, r, end, cols, x, ldx, scale, y, ldy, lse_out, stream);
+    if (cols <= kCachedCols) {
+      if (op == Op::softmax)
+        cached_softmax_rows(k, r, end, cols, x, ldx, scale, y, ldy, lse_out, stream);
+      else
+        cached_stats_rows(k, op, r, end, cols, x, ldx, scale, y, ldy, lse_out);
       return;
     }
     for (; r < end; ++r) {
-      const float* xr = x + r * ldx;
-      float* yr = y ? y + r * ldy : nullptr;
       const float lse =
-          cols > kCachedCols
-              ? chunked_row(k, op, cols, xr, scale, yr, chunks_parallel)
-              : short_row(k, op, cols, xr, scale, yr, r + 1 < end ? xr + ldx : nullptr);
+          chunked_row(k, op, cols, x + r * ldx, scale, y ? y + r * ldy : nullptr, chunks_parallel);
       if (lse_out) lse_out[r] = lse;
     }
   };

@@ -42,17 +42,27 @@ constexpr auto xor_lanes(std::index_sequence<I...>) {
   return xsimd::batch_constant<xsimd::batch<uint32_t, Arch>, uint32_t(I ^ D)...>{};
 }
 
-// max over the lanes by a butterfly (log2 W swizzle + max steps, every lane ends with the
+// Reduces over the lanes by a butterfly (log2 W swizzle + op steps, every lane ends with the
 // result): a scalar loop over the W lanes is a W-long dependency chain, as long as the whole
-// exp pass of a 128-column row on AVX-512.
-template <class Arch, uint32_t D = xsimd::batch<float, Arch>::size / 2>
-inline float max_across(xsimd::batch<float, Arch> v) {
+// exp pass of a 128-column row on AVX-512, and xsimd 8.1's hadd on AVX-512 is 3 hadds.
+template <class Arch, uint32_t D = xsimd::batch<float, Arch>::size / 2, class Op>
+inline float reduce_across(xsimd::batch<float, Arch> v, Op op) {
   if constexpr (D == 0) {
     return v.get(0);
   } else {
     constexpr auto idx = std::make_index_sequence<xsimd::batch<float, Arch>::size>();
-    return max_across<Arch, D / 2>(xsimd::max(v, xsimd::swizzle(v, xor_lanes<Arch, D>(idx))));
+    return reduce_across<Arch, D / 2>(op(v, xsimd::swizzle(v, xor_lanes<Arch, D>(idx))), op);
   }
+}
+
+template <class Arch>
+inline float max_across(xsimd::batch<float, Arch> v) {
+  return reduce_across<Arch>(v, [](auto a, auto b) { return xsimd::max(a, b); });
+}
+
+template <class Arch>
+inline float sum_across(xsimd::batch<float, Arch> v) {
+  return reduce_across<Arch>(v, [](auto a, auto b) { return a + b; });
 }
 
 // Lane states (m_l, s_l) -> (m, s), combined in lane order.
@@ -70,7 +80,7 @@ inline void reduce_lanes(xsimd::batch<float, Arch> m, xsimd::batch<float, Arch> 
   }
   if (nan) mx = std::numeric_limits<float>::quiet_NaN();
   *out_max = mx;
-  *out_sum = xsimd::hadd(s * exp_vec_nonpositive<Arch>(minus_max(m, B(mx))));
+  *out_sum = sum_across<Arch>(s * exp_vec_nonpositive<Arch>(minus_max(m, B(mx))));
 }
 
 // Loads x[i, i + W) scaled, or the tail padded with -inf (no mass).
@@ -147,7 +157,7 @@ struct NextRow {
 template <int64_t kFloats>
 inline void prefetch_next(NextRow next, int64_t i) {
   for (int64_t j = 0; j < kFloats; j += 16) {  // one prefetch per 64-byte line
-    if (next.x) __builtin_prefetch(next.x + i + j, 0, 2);
+    if (next.x) __builtin_prefetch(next.x + i + j, 0, 3);
     if (next.y) __builtin_prefetch(next.y + i + j, 1, 2);
   }
 }
@@ -193,7 +203,7 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
       for (int64_t j = 0; j < len; ++j) y[i + j] = buf[j];
     total += e;
   }
-  return xsimd::hadd(total);
+  return softmax_detail::sum_across<Arch>(total);
 }
 
 template <class Arch>
@@ -229,6 +239,84 @@ void scale_stream(int64_t n, const float* src, float mul, float* y) {
   for (; j < n; ++j) y[j] = src[j] * mul;
 }
 
+// Short rows, kGroup at a time. A 128-column row is 8 AVX-512 vectors, and one row's chain
+// (max loads, butterfly, exps, sum, reciprocal) is longer than its work: alone, a row left the
+// FMA ports idle half the time; four independent rows in one loop fill them.
+namespace softmax_detail {
+
+constexpr int64_t kShortCols = 256;
+constexpr int kGroup = 4;
+
+// x[i, i + len) (len < W) padded with -inf (no mass).
+template <class Arch>
+inline xsimd::batch<float, Arch> load_tail(const float* x, int64_t len) {
+  using B = xsimd::batch<float, Arch>;
+  alignas(64) float buf[B::size];
+  for (int64_t j = 0; j < int64_t(B::size); ++j) buf[j] = j < len ? x[j] : kNegInf;
+  return B::load_aligned(buf);
+}
+
+template <class Arch>
+inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
+  alignas(64) float buf[xsimd::batch<float, Arch>::size];
+  v.store_aligned(buf);
+  for (int64_t j = 0; j < len; ++j) y[j] = buf[j];
+}
+
+// (max, sum) of kGroup rows ldx apart, their exps stored in y (ldy apart) unless y is null; y
+// may equal x. next: the next group's x and y (null: none), prefetched during the exp pass. Returns
+// false, having written nothing, when a row's max is not finite (the caller's per-row path
+// classifies the row).
+template <class Arch>
+bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* y, int64_t ldy,
+                    float* out_max, float* out_sum, NextRow next) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = B::size;
+  constexpr int G = kGroup;
+  const int64_t body = n - n % W, tail = n % W;
+  B m[G];
+  for (int g = 0; g < G; ++g) m[g] = B(kNegInf);
+  for (int64_t i = 0; i < body; i += W)
+    for (int g = 0; g < G; ++g) m[g] = xsimd::max(m[g], B::load_unaligned(x + g * ldx + i));
+  if (tail)
+    for (int g = 0; g < G; ++g) m[g] = xsimd::max(m[g], load_tail<Arch>(x + g * ldx + body, tail));
+  B shift[G];
+  for (int g = 0; g < G; ++g) {
+    out_max[g] = max_across<Arch>(m[g]) * scale;
+    if (!(out_max[g] > kNegInf && out_max[g] < -kNegInf)) return false;
+    shift[g] = B(-out_max[g]);
+  }
+  const B vs(scale);
+  B s[G];
+  for (int g = 0; g < G; ++g) s[g] = B(0.0f);
+  for (int64_t i = 0; i < body; i += W) {
+    // The next group's rows, one line per row per vector step (W floats <= 64 bytes): the next
+    // max pass then reads L1 rather than waiting on L3 at every line, and its stores find their
+    // lines owned.
+    for (int g = 0; g < G; ++g) {
+      if (next.x) __builtin_prefetch(next.x + g * ldx + i, 0, 3);
+      if (next.y) __builtin_prefetch(next.y + g * ldy + i, 1, 2);
+    }
+    for (int g = 0; g < G; ++g) {
+      const B e =
+          exp_vec_nonpositive<Arch>(xsimd::fma(B::load_unaligned(x + g * ldx + i), vs, shift[g]));
+      if (y) e.store_unaligned(y + g * ldy + i);
+      s[g] += e;
+    }
+  }
+  if (tail)
+    for (int g = 0; g < G; ++g) {
+      const B e = exp_vec_nonpositive<Arch>(
+          xsimd::fma(load_tail<Arch>(x + g * ldx + body, tail), vs, shift[g]));
+      if (y) store_tail<Arch>(e, y + g * ldy + body, tail);
+      s[g] += e;
+    }
+  for (int g = 0; g < G; ++g) out_sum[g] = sum_across<Arch>(s[g]);
+  return true;
+}
+
+}  // namespace softmax_detail
+
 // Rows that stay in cache, in one call: per row, max; exps stored and summed; y = exps / sum.
 // Each row's normalising pass runs after the next row's exp pass, so the horizontal sum and the
 // division feeding it overlap that work instead of stalling it (at 128 columns they had cost as
@@ -241,8 +329,8 @@ void scale_stream(int64_t n, const float* src, float mul, float* y) {
 // saves reading every line of y before writing it (a third of the traffic). Rows left
 // unnormalised then have nothing written in y.
 template <class Arch>
-void softmax_rows_cached(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
-                         float* y, int64_t ldy, float* out_max, float* out_sum, float* stream) {
+void softmax_rows_each(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale, float* y,
+                       int64_t ldy, float* out_max, float* out_sum, float* stream) {
   constexpr float kInf = -softmax_detail::kNegInf;
   const float* pending = nullptr;  // exps of the previous row, waiting for their 1/sum
   float* pending_y = nullptr;
@@ -277,15 +365,62 @@ void softmax_rows_cached(int64_t rows, int64_t n, const float* x, int64_t ldx, f
   if (stream) stream_fence();
 }
 
-// (max, sum) of a cached row in two passes: max, then the sum of exps (one exp per element).
 template <class Arch>
-void softmax_stats_cached(int64_t n, const float* x, float scale, float* out_max, float* out_sum,
-                          const float* next_x) {
-  const float m = row_max<Arch>(n, x) * scale;
-  *out_max = m;
-  const bool finite = m > softmax_detail::kNegInf && m < -softmax_detail::kNegInf;
-  *out_sum = finite ? exp_sum_next<Arch>(n, x, scale, m, nullptr, NextRow{next_x, nullptr})
-                    : std::numeric_limits<float>::quiet_NaN();
+void softmax_rows_cached(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
+                         float* y, int64_t ldy, float* out_max, float* out_sum, float* stream) {
+  using namespace softmax_detail;
+  int64_t r = 0;
+  if (!stream && n <= kShortCols) {
+    // Each group is normalised after the next group's exp pass, as softmax_rows_each does for
+    // rows, so that its sums' latency (adds, butterfly, division) overlaps that work.
+    int64_t pending = -1;
+    auto finish = [&] {
+      if (pending < 0) return;
+      for (int64_t i = pending; i < pending + kGroup; ++i)
+        if (out_sum[i] > 0.0f && out_sum[i] < -kNegInf)
+          affine<Arch>(n, y + i * ldy, 1.0f / out_sum[i], 0.0f, y + i * ldy);
+      pending = -1;
+    };
+    for (; r + kGroup <= rows; r += kGroup) {
+      const NextRow next = r + 2 * kGroup <= rows
+                               ? NextRow{x + (r + kGroup) * ldx, y + (r + kGroup) * ldy}
+                               : NextRow{};
+      const bool done = group_exp_pass<Arch>(n, x + r * ldx, ldx, scale, y + r * ldy, ldy,
+                                             out_max + r, out_sum + r, next);
+      finish();
+      if (done)
+        pending = r;
+      else
+        softmax_rows_each<Arch>(kGroup, n, x + r * ldx, ldx, scale, y + r * ldy, ldy, out_max + r,
+                                out_sum + r, nullptr);
+    }
+    finish();
+  }
+  softmax_rows_each<Arch>(rows - r, n, x + r * ldx, ldx, scale, y + r * ldy, ldy, out_max + r,
+                          out_sum + r, stream);
+}
+
+// (max, sum) of rows that stay in cache, rows ldx apart: short rows in groups, the others in two
+// passes each (max, then the sum of exps: one exp per element) with the next row prefetched.
+template <class Arch>
+void softmax_stats_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
+                        float* out_max, float* out_sum) {
+  using namespace softmax_detail;
+  int64_t r = 0;
+  if (n <= kShortCols)
+    for (; r + kGroup <= rows; r += kGroup)
+      if (!group_exp_pass<Arch>(n, x + r * ldx, ldx, scale, nullptr, 0, out_max + r, out_sum + r,
+                                NextRow{r + 2 * kGroup <= rows ? x + (r + kGroup) * ldx : nullptr}))
+        break;  // the per-row path takes it from this group on
+  for (; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    const float m = row_max<Arch>(n, xr) * scale;
+    out_max[r] = m;
+    out_sum[r] = m > kNegInf && m < -kNegInf
+                     ? exp_sum_next<Arch>(n, xr, scale, m, nullptr,
+                                          NextRow{r + 1 < rows ? xr + ldx : nullptr, nullptr})
+                     : std::numeric_limits<float>::quiet_NaN();
+  }
 }
 
 }  // namespace tessera::arch

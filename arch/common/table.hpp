@@ -68,7 +68,7 @@ KernelTable make_table(const char* name) {
   sm.exp_nonpositive = &exp_nonpositive_array<Arch>;
   sm.tanh = &tanh_array<Arch>;
   sm.stats_online = &softmax_stats_online<Arch>;
-  sm.stats_cached = &softmax_stats_cached<Arch>;
+  sm.stats_rows = &softmax_stats_rows<Arch>;
   sm.softmax_rows_cached = &softmax_rows_cached<Arch>;
   sm.max = &row_max<Arch>;
   sm.exp_sum = &exp_sum<Arch>;
