@@ -267,51 +267,67 @@ inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
 // may equal x. next: the next group's x and y (null: none), prefetched during the exp pass. Returns
 // false, having written nothing, when a row's max is not finite (the caller's per-row path
 // classifies the row).
+// kGroup rows' vectors as named values: GCC 12 keeps an array of batches in memory, and the
+// exp pass's four sums then went through the stack at every step.
+template <class B>
+struct Four {
+  B a, b, c, d;
+  template <class F>
+  void each(F f) {
+    f(0, a);
+    f(1, b);
+    f(2, c);
+    f(3, d);
+  }
+};
+
 template <class Arch>
 bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* y, int64_t ldy,
                     float* out_max, float* out_sum, NextRow next) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
-  constexpr int G = kGroup;
+  static_assert(kGroup == 4, "Four<> holds the group");
   const int64_t body = n - n % W, tail = n % W;
-  B m[G];
-  for (int g = 0; g < G; ++g) m[g] = B(kNegInf);
+  Four<B> m{B(kNegInf), B(kNegInf), B(kNegInf), B(kNegInf)};
   for (int64_t i = 0; i < body; i += W)
-    for (int g = 0; g < G; ++g) m[g] = xsimd::max(m[g], B::load_unaligned(x + g * ldx + i));
+    m.each([&](int g, B& v) { v = xsimd::max(v, B::load_unaligned(x + g * ldx + i)); });
   if (tail)
-    for (int g = 0; g < G; ++g) m[g] = xsimd::max(m[g], load_tail<Arch>(x + g * ldx + body, tail));
-  B shift[G];
-  for (int g = 0; g < G; ++g) {
-    out_max[g] = max_across<Arch>(m[g]) * scale;
-    if (!(out_max[g] > kNegInf && out_max[g] < -kNegInf)) return false;
-    shift[g] = B(-out_max[g]);
-  }
+    m.each([&](int g, B& v) { v = xsimd::max(v, load_tail<Arch>(x + g * ldx + body, tail)); });
+  bool finite = true;
+  Four<B> shift = m;
+  shift.each([&](int g, B& v) {
+    out_max[g] = max_across<Arch>(v) * scale;
+    finite &= out_max[g] > kNegInf && out_max[g] < -kNegInf;
+    v = B(-out_max[g]);
+  });
+  if (!finite) return false;
   const B vs(scale);
-  B s[G];
-  for (int g = 0; g < G; ++g) s[g] = B(0.0f);
+  Four<B> s{B(0.0f), B(0.0f), B(0.0f), B(0.0f)};
+  auto exp_step = [&](int64_t i, B xv, int g, B& sum) {
+    const B sh = g == 0 ? shift.a : g == 1 ? shift.b : g == 2 ? shift.c : shift.d;
+    const B e = exp_vec_nonpositive<Arch>(xsimd::fma(xv, vs, sh));
+    if (y) {
+      if (i < body)
+        e.store_unaligned(y + g * ldy + i);
+      else
+        store_tail<Arch>(e, y + g * ldy + i, tail);
+    }
+    sum += e;
+  };
   for (int64_t i = 0; i < body; i += W) {
     // The next group's rows, one line per row per vector step (W floats <= 64 bytes): the next
     // max pass then reads L1 rather than waiting on L3 at every line, and its stores find their
     // lines owned.
-    for (int g = 0; g < G; ++g) {
+    for (int g = 0; g < kGroup; ++g) {
       if (next.x) __builtin_prefetch(next.x + g * ldx + i, 0, 3);
       if (next.y) __builtin_prefetch(next.y + g * ldy + i, 1, 2);
     }
-    for (int g = 0; g < G; ++g) {
-      const B e =
-          exp_vec_nonpositive<Arch>(xsimd::fma(B::load_unaligned(x + g * ldx + i), vs, shift[g]));
-      if (y) e.store_unaligned(y + g * ldy + i);
-      s[g] += e;
-    }
+    s.each([&](int g, B& sum) { exp_step(i, B::load_unaligned(x + g * ldx + i), g, sum); });
   }
   if (tail)
-    for (int g = 0; g < G; ++g) {
-      const B e = exp_vec_nonpositive<Arch>(
-          xsimd::fma(load_tail<Arch>(x + g * ldx + body, tail), vs, shift[g]));
-      if (y) store_tail<Arch>(e, y + g * ldy + body, tail);
-      s[g] += e;
-    }
-  for (int g = 0; g < G; ++g) out_sum[g] = sum_across<Arch>(s[g]);
+    s.each(
+        [&](int g, B& sum) { exp_step(body, load_tail<Arch>(x + g * ldx + body, tail), g, sum); });
+  s.each([&](int g, B& sum) { out_sum[g] = sum_across<Arch>(sum); });
   return true;
 }
 
