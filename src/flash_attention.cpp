@@ -12,11 +12,13 @@
 //   O = O exp(m - m_new) + P V   (the rescale only when the max moved)
 // and at the end O / l, lse = m + log l (a row with no visible key: zeros and -inf).
 //
-// Block sizes: BK = 256 keys and about 256 stacked rows: the S/P tile (256 x 256 x 4 B =
-// 256 KB), a K and a V tile (256 x d x 4 B: 128 KB each at d = 128) and the O accumulator
-// (128 KB) share a 1-2 MB L2. Rows were chosen by measurement (AVX-512, 1 thread, L = 4096,
-// d = 128): 64 rows 99 GFLOP/s, 128 rows 107, 256 rows 118; the per-tile packing of K^T is
-// what taller blocks amortise.
+// Block sizes: BK = 256 keys and about 512 stacked rows: the S/P tile (512 x 256 x 4 B =
+// 512 KB), a K and a V tile (256 x d x 4 B: 128 KB each at d = 128) and the O accumulator
+// (256 KB) share a 2 MB L2. Rows were chosen by measurement (AVX-512, 1 thread): at L = 4096,
+// d = 128, 64 rows 99 GFLOP/s, 128 rows 107, 256 rows 118, 512 and 1024 rows equal to 256;
+// at L = 512-2048 512 rows beat 256 by 2-6% (L = 512 was 3 blocks of 182 rows, packing every
+// K and V tile 3 times per head), 1024 no further. The per-tile packing of K^T and V is what
+// taller blocks amortise.
 //
 // Decode (q_len <= 8): too few query rows to feed the threads, so the keys are split into fixed
 // chunks of kDecodeChunk positions (flash-decoding); each chunk yields (m, l, O) partials merged
@@ -48,7 +50,7 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kBK = arch::kAttentionBK;
-constexpr int64_t kRowsPerTile = 256;
+constexpr int64_t kRowsPerTile = 512;
 constexpr int64_t kDecodeChunk = 512;
 constexpr int64_t kDecodeMaxQ = 8;
 
@@ -204,8 +206,13 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   int64_t lo_first, hi_first, lo_last, hi_last;
   visible_range(d, valid, position(d, valid, i0), lo_first, hi_first);
   visible_range(d, valid, position(d, valid, i0 + bq - 1), lo_last, hi_last);
-  const int64_t lo = std::max(kb, std::min(lo_first, lo_last));
+  // Tiles sit at kb + t BK whatever the block, and end at min(ke, valid): a row's sums then go
+  // through the same tiles, of the same lengths, however the rows are blocked (the block count
+  // follows the thread count; the vector sums' order depends on a tile's length). Tiles outside
+  // [lo, hi) are invisible to every row of the block and skipped.
+  const int64_t lo = kb + (std::max(kb, std::min(lo_first, lo_last)) - kb) / kBK * kBK;
   const int64_t hi = std::min(ke, std::max(hi_first, hi_last));
+  const int64_t end = std::min(ke, valid);
   const float* kbase = k + b * d.k_stride[0] + hk * d.k_stride[1];
   const float* vbase = v + b * d.v_stride[0] + hk * d.v_stride[1];
   const arch::SoftmaxKernels& sk = kt.softmax;
@@ -216,7 +223,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   thread_local std::vector<int64_t> extent;
   extent.resize(size_t(2 * ((rows + MR - 1) / MR)));
   for (int64_t j0 = lo; j0 < hi; j0 += kBK) {
-    const int64_t n = std::min(kBK, hi - j0);
+    const int64_t n = std::min(kBK, end - j0);
     // A tile every row sees whole needs no per-element pass and no extents. Otherwise (a
     // diagonal tile) each Q panel's key extent [k0, k1) is computed once, for both products.
     const bool whole = j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
@@ -261,7 +268,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     // Only where the rows are many enough to spread the requests thinly (a few keys per row):
     // a burst of 4096 line requests behind one decode row stalled it (and there the hardware
     // prefetcher already follows the single stream of keys).
-    const int64_t next_n = std::min(kBK, hi - (j0 + kBK));
+    const int64_t next_n = std::min(kBK, std::min(hi, end) - (j0 + kBK));
     const int64_t per_row = next_n > 0 && rows >= 32 ? (next_n + rows - 1) / rows : 0;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t key = j0 + kBK + r * per_row, e = std::min(key + per_row, j0 + kBK + next_n);
@@ -345,9 +352,30 @@ void load_queries(const tessera_attention_desc& d, const Geometry& g, const floa
   }
 }
 
+// The task's queries where key_loop reads them: stacked in qg for the few-row (dot) path, else
+// packed into MR-row panels in qp. Each head's rows are packed straight from Q (rows q_stride[2]
+// apart) when its block starts on a panel boundary; otherwise (a group whose blocks straddle
+// panels) through the stacked copy.
+void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arch::GemmKernels& gk,
+                   const float* q, int64_t b, int64_t hk, int64_t i0, int64_t bq, TileState& st) {
+  const int64_t rows = g.group * bq, D = d.head_dim;
+  if (few_rows(gk, rows)) {
+    load_queries(d, g, q, b, hk, i0, bq, st.qg);
+  } else if (g.group == 1 || bq % gk.mr == 0) {
+    for (int64_t h = 0; h < g.group; ++h)
+      gk.pack_a(false, bq, D,
+                q + b * d.q_stride[0] + (hk * g.group + h) * d.q_stride[1] + i0 * d.q_stride[2],
+                d.q_stride[2], st.qp + h * bq * D);
+  } else {
+    load_queries(d, g, q, b, hk, i0, bq, st.qg);
+    gk.pack_a(false, rows, D, st.qg, D, st.qp);
+  }
+}
+
 // O / l and lse for every row of a finished task.
-void finish_rows(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t bq,
-                 const TileState& st, const float* q, const float* k, const float* v, float* o) {
+void finish_rows(const Geometry& g, const arch::SoftmaxKernels& sk, int64_t b, int64_t hk,
+                 int64_t i0, int64_t bq, const TileState& st, const float* q, const float* k,
+                 const float* v, float* o) {
   const tessera_attention_desc& d = g.d;
   const int64_t Dv = d.value_dim;
   for (int64_t r = 0; r < g.group * bq; ++r) {
@@ -360,8 +388,7 @@ void finish_rows(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t b
     }
     const float l = st.l[r];
     if (l > 0.0f || std::isnan(l)) {
-      const float inv = 1.0f / l;
-      for (int64_t c = 0; c < Dv; ++c) orow[c] = st.o[r * Dv + c] * inv;
+      sk.affine(Dv, st.o + r * Dv, 1.0f / l, 0.0f, orow);
       if (lse) *lse = st.m[r] + std::log(l);
     } else {
       for (int64_t c = 0; c < Dv; ++c) orow[c] = 0.0f;
@@ -383,7 +410,11 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
   const int64_t unit = MR / std::gcd(MR, g.group);  // bq multiple of this: rows multiple of MR
   // (Up to a quarter over the target stays one block: 256 query rows as 2 blocks packed every
   // K and V tile twice.)
-  const int64_t blocks = d.q_len <= bq_max + bq_max / 4 ? 1 : ceil_div(d.q_len, bq_max);
+  int64_t blocks = d.q_len <= bq_max + bq_max / 4 ? 1 : ceil_div(d.q_len, bq_max);
+  // At least a task per thread when the batch and heads alone do not give that many.
+  const int64_t threads = tbb::this_task_arena::max_concurrency();
+  blocks =
+      std::max(blocks, std::min(ceil_div(threads, d.batch * d.kv_heads), ceil_div(d.q_len, unit)));
   int64_t bq = ceil_div(d.q_len, blocks);
   if (blocks > 1) bq = std::min(bq_max, ceil_div(bq, unit) * unit);
   const int64_t q_blocks = ceil_div(d.q_len, bq);
@@ -403,11 +434,9 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
               oom = true;
               return;
             }
-            load_queries(d, g, q, b, hk, i0, n, st.qg);
-            if (!few_rows(kt.gemm, g.group * n))
-              kt.gemm.pack_a(false, g.group * n, d.head_dim, st.qg, d.head_dim, st.qp);
+            stage_queries(d, g, kt.gemm, q, b, hk, i0, n, st);
             key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
-            finish_rows(g, b, hk, i0, n, st, q, k, v, o);
+            finish_rows(g, kt.softmax, b, hk, i0, n, st, q, k, v, o);
           }
         },
         tbb::simple_partitioner());
@@ -440,9 +469,7 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
               oom = true;
               return;
             }
-            load_queries(d, g, q, b, hk, 0, d.q_len, st.qg);
-            if (!few_rows(kt.gemm, rows))
-              kt.gemm.pack_a(false, rows, d.head_dim, st.qg, d.head_dim, st.qp);
+            stage_queries(d, g, kt.gemm, q, b, hk, 0, d.q_len, st);
             key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
                      std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
             float* out = partial + t * stride;
@@ -486,7 +513,7 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
           st.m[i] = merged.max, st.l[i] = merged.sum;
         }
       }
-      finish_rows(g, b, hk, 0, d.q_len, st, q, k, v, o);
+      finish_rows(g, kt.softmax, b, hk, 0, d.q_len, st, q, k, v, o);
     });
   });
   if (oom) return fail(Status::out_of_memory, "cannot allocate the decode merge state");
