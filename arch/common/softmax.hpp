@@ -241,7 +241,9 @@ void scale_stream(int64_t n, const float* src, float mul, float* y) {
 
 // Short rows, kGroup at a time. A 128-column row is 8 AVX-512 vectors, and one row's chain
 // (max loads, butterfly, exps, sum, reciprocal) is longer than its work: alone, a row left the
-// FMA ports idle half the time; four independent rows in one loop fill them.
+// FMA ports idle half the time; four independent rows in one loop fill them. Rows outside a
+// group go through the same code with G = 1, so that a row's result never depends on whether
+// the caller's blocking put it in a group (results must not change with the thread count).
 namespace softmax_detail {
 
 constexpr int64_t kShortCols = 256;
@@ -263,14 +265,21 @@ inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
   for (int64_t j = 0; j < len; ++j) y[j] = buf[j];
 }
 
-// (max, sum) of kGroup rows ldx apart, their exps stored in y (ldy apart) unless y is null; y
-// may equal x. next: the next group's x and y (null: none), prefetched during the exp pass. Returns
-// false, having written nothing, when a row's max is not finite (the caller's per-row path
-// classifies the row).
-// kGroup rows' vectors as named values: GCC 12 keeps an array of batches in memory, and the
-// exp pass's four sums then went through the stack at every step.
+// G rows' vectors as named values: GCC 12 keeps an array of batches in memory, and the exp
+// pass's four sums then went through the stack at every step.
+template <class B, int G>
+struct Rows;
 template <class B>
-struct Four {
+struct Rows<B, 1> {
+  B a;
+  template <class F>
+  void each(F f) {
+    f(0, a);
+  }
+  B at(int) const { return a; }
+};
+template <class B>
+struct Rows<B, 4> {
   B a, b, c, d;
   template <class F>
   void each(F f) {
@@ -279,22 +288,27 @@ struct Four {
     f(2, c);
     f(3, d);
   }
+  B at(int g) const { return g == 0 ? a : g == 1 ? b : g == 2 ? c : d; }
 };
 
-template <class Arch>
+// (max, sum) of G rows ldx apart, their exps stored in y (ldy apart) unless y is null; y may
+// equal x. next: the next group's x and y (null: none), prefetched during the exp pass. Returns
+// false, having written only out_max, when a row's max is not finite (the caller classifies the
+// row).
+template <class Arch, int G>
 bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* y, int64_t ldy,
                     float* out_max, float* out_sum, NextRow next) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
-  static_assert(kGroup == 4, "Four<> holds the group");
   const int64_t body = n - n % W, tail = n % W;
-  Four<B> m{B(kNegInf), B(kNegInf), B(kNegInf), B(kNegInf)};
+  Rows<B, G> m;
+  m.each([&](int, B& v) { v = B(kNegInf); });
   for (int64_t i = 0; i < body; i += W)
     m.each([&](int g, B& v) { v = xsimd::max(v, B::load_unaligned(x + g * ldx + i)); });
   if (tail)
     m.each([&](int g, B& v) { v = xsimd::max(v, load_tail<Arch>(x + g * ldx + body, tail)); });
   bool finite = true;
-  Four<B> shift = m;
+  Rows<B, G> shift = m;
   shift.each([&](int g, B& v) {
     out_max[g] = max_across<Arch>(v) * scale;
     finite &= out_max[g] > kNegInf && out_max[g] < -kNegInf;
@@ -302,10 +316,10 @@ bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* 
   });
   if (!finite) return false;
   const B vs(scale);
-  Four<B> s{B(0.0f), B(0.0f), B(0.0f), B(0.0f)};
+  Rows<B, G> s;
+  s.each([&](int, B& v) { v = B(0.0f); });
   auto exp_step = [&](int64_t i, B xv, int g, B& sum) {
-    const B sh = g == 0 ? shift.a : g == 1 ? shift.b : g == 2 ? shift.c : shift.d;
-    const B e = exp_vec_nonpositive<Arch>(xsimd::fma(xv, vs, sh));
+    const B e = exp_vec_nonpositive<Arch>(xsimd::fma(xv, vs, shift.at(g)));
     if (y) {
       if (i < body)
         e.store_unaligned(y + g * ldy + i);
@@ -318,7 +332,7 @@ bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* 
     // The next group's rows, one line per row per vector step (W floats <= 64 bytes): the next
     // max pass then reads L1 rather than waiting on L3 at every line, and its stores find their
     // lines owned.
-    for (int g = 0; g < kGroup; ++g) {
+    for (int g = 0; g < G; ++g) {
       if (next.x) __builtin_prefetch(next.x + g * ldx + i, 0, 3);
       if (next.y) __builtin_prefetch(next.y + g * ldy + i, 1, 2);
     }
@@ -329,6 +343,43 @@ bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* 
         [&](int g, B& sum) { exp_step(body, load_tail<Arch>(x + g * ldx + body, tail), g, sum); });
   s.each([&](int g, B& sum) { out_sum[g] = sum_across<Arch>(sum); });
   return true;
+}
+
+// Rows [0, rows) of at most kShortCols columns: groups of kGroup, then single rows, a group
+// with a non-finite max row again row by row; each finished set of rows handed to
+// done(first, count) after the next set's exp pass (its sums' latency then overlaps that work).
+// A row whose max is not finite gets sum NaN and is not passed to done.
+template <class Arch, class Done>
+void short_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale, float* y,
+                int64_t ldy, float* out_max, float* out_sum, Done done) {
+  int64_t pending = 0, pending_count = 0;
+  auto single = [&](int64_t r, NextRow next) {
+    if (group_exp_pass<Arch, 1>(n, x + r * ldx, ldx, scale, y ? y + r * ldy : nullptr, ldy,
+                                out_max + r, out_sum + r, next))
+      return true;
+    out_sum[r] = std::numeric_limits<float>::quiet_NaN();
+    return false;
+  };
+  for (int64_t r = 0; r < rows;) {
+    const int64_t count = rows - r >= kGroup ? kGroup : 1;
+    const bool more = r + count < rows;
+    const NextRow next{more ? x + (r + count) * ldx : nullptr,
+                       more && y ? y + (r + count) * ldy : nullptr};
+    const bool whole = count == kGroup ? group_exp_pass<Arch, kGroup>(
+                                             n, x + r * ldx, ldx, scale, y ? y + r * ldy : nullptr,
+                                             ldy, out_max + r, out_sum + r, next)
+                                       : single(r, next);
+    if (pending_count) done(pending, pending_count);
+    pending_count = 0;
+    if (whole) {
+      pending = r, pending_count = count;
+    } else if (count > 1) {
+      for (int64_t i = r; i < r + count; ++i)
+        if (single(i, NextRow{})) done(i, int64_t(1));
+    }
+    r += count;
+  }
+  if (pending_count) done(pending, pending_count);
 }
 
 }  // namespace softmax_detail
@@ -385,35 +436,15 @@ template <class Arch>
 void softmax_rows_cached(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
                          float* y, int64_t ldy, float* out_max, float* out_sum, float* stream) {
   using namespace softmax_detail;
-  int64_t r = 0;
-  if (!stream && n <= kShortCols) {
-    // Each group is normalised after the next group's exp pass, as softmax_rows_each does for
-    // rows, so that its sums' latency (adds, butterfly, division) overlaps that work.
-    int64_t pending = -1;
-    auto finish = [&] {
-      if (pending < 0) return;
-      for (int64_t i = pending; i < pending + kGroup; ++i)
-        if (out_sum[i] > 0.0f && out_sum[i] < -kNegInf)
-          affine<Arch>(n, y + i * ldy, 1.0f / out_sum[i], 0.0f, y + i * ldy);
-      pending = -1;
-    };
-    for (; r + kGroup <= rows; r += kGroup) {
-      const NextRow next = r + 2 * kGroup <= rows
-                               ? NextRow{x + (r + kGroup) * ldx, y + (r + kGroup) * ldy}
-                               : NextRow{};
-      const bool done = group_exp_pass<Arch>(n, x + r * ldx, ldx, scale, y + r * ldy, ldy,
-                                             out_max + r, out_sum + r, next);
-      finish();
-      if (done)
-        pending = r;
-      else
-        softmax_rows_each<Arch>(kGroup, n, x + r * ldx, ldx, scale, y + r * ldy, ldy, out_max + r,
-                                out_sum + r, nullptr);
-    }
-    finish();
+  if (stream || n > kShortCols) {
+    softmax_rows_each<Arch>(rows, n, x, ldx, scale, y, ldy, out_max, out_sum, stream);
+    return;
   }
-  softmax_rows_each<Arch>(rows - r, n, x + r * ldx, ldx, scale, y + r * ldy, ldy, out_max + r,
-                          out_sum + r, stream);
+  short_rows<Arch>(rows, n, x, ldx, scale, y, ldy, out_max, out_sum, [&](int64_t r, int64_t k) {
+    for (int64_t i = r; i < r + k; ++i)
+      if (out_sum[i] > 0.0f && out_sum[i] < -kNegInf)
+        affine<Arch>(n, y + i * ldy, 1.0f / out_sum[i], 0.0f, y + i * ldy);
+  });
 }
 
 // (max, sum) of rows that stay in cache, rows ldx apart: short rows in groups, the others in two
@@ -422,13 +453,11 @@ template <class Arch>
 void softmax_stats_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
                         float* out_max, float* out_sum) {
   using namespace softmax_detail;
-  int64_t r = 0;
-  if (n <= kShortCols)
-    for (; r + kGroup <= rows; r += kGroup)
-      if (!group_exp_pass<Arch>(n, x + r * ldx, ldx, scale, nullptr, 0, out_max + r, out_sum + r,
-                                NextRow{r + 2 * kGroup <= rows ? x + (r + kGroup) * ldx : nullptr}))
-        break;  // the per-row path takes it from this group on
-  for (; r < rows; ++r) {
+  if (n <= kShortCols) {
+    short_rows<Arch>(rows, n, x, ldx, scale, nullptr, 0, out_max, out_sum, [](int64_t, int64_t) {});
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ldx;
     const float m = row_max<Arch>(n, xr) * scale;
     out_max[r] = m;
