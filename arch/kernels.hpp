@@ -53,6 +53,8 @@ struct SoftmaxKernels {
                      float* sum);
   void (*softmax_rows_cached)(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
                               float* y, int64_t ldy, float* max, float* sum, float* stream);
+  void (*attention_rows)(int64_t rows, int64_t n, float* s, int64_t lds, const float* m, float* max,
+                         float* sum);
   float (*max)(int64_t n, const float* x);
   float (*exp_sum)(int64_t n, const float* x, float scale, float shift, float* y_or_null);
   void (*affine)(int64_t n, const float* x, float mul, float add, float* y);

@@ -98,6 +98,8 @@ struct TileState {
   float* m;        // rows
   float* l;        // rows
   float* special;  // rows: 1 if a +inf score was seen (finished exactly at the end)
+  float* tile_m;   // rows: the running max after the current tile
+  float* tile_l;   // rows: the current tile's sum of exps
 };
 
 // Applies masks and score modifications to the tile S[rows x n] for keys [j0, j0 + n).
@@ -270,6 +272,10 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     // prefetcher already follows the single stream of keys).
     const int64_t next_n = std::min(kBK, std::min(hi, end) - (j0 + kBK));
     const int64_t per_row = next_n > 0 && rows >= 32 ? (next_n + rows - 1) / rows : 0;
+    // P = exp(S - m_new) for the rows whose new max is finite, in groups of rows (one row's
+    // max-exp-sum chain alone leaves the FMA ports idle); the others (nothing visible yet, a
+    // +inf or NaN score) row by row below.
+    sk.attention_rows(rows, n, st.s, kBK, st.m, st.tile_m, st.tile_l);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t key = j0 + kBK + r * per_row, e = std::min(key + per_row, j0 + kBK + next_n);
            key < e; ++key) {
@@ -277,15 +283,18 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         prefetch_row(vbase + key * d.v_stride[2], Dv);
       }
       float* srow = st.s + r * kBK;
-      const float tile_max = sk.max(n, srow);
       const float m_old = st.m[r];
-      const float m_new = std::isnan(tile_max) ? m_old : std::max(m_old, tile_max);
-      if (m_new == kInf) st.special[r] = 1.0f;
-      if (m_new == -kInf || m_new == kInf) {  // nothing visible yet, or a special row
-        std::memset(srow, 0, sizeof(float) * n);
-        continue;
+      float m_new = st.tile_m[r], sum = st.tile_l[r];
+      if (!std::isfinite(m_new)) {
+        const float tile_max = sk.max(n, srow);
+        m_new = std::isnan(tile_max) ? m_old : std::max(m_old, tile_max);
+        if (m_new == kInf) st.special[r] = 1.0f;
+        if (m_new == -kInf || m_new == kInf) {  // nothing visible yet, or a special row
+          std::memset(srow, 0, sizeof(float) * n);
+          continue;
+        }
+        sum = sk.exp_sum(n, srow, 1.0f, m_new, srow);
       }
-      const float sum = sk.exp_sum(n, srow, 1.0f, m_new, srow);
       // Rescale what was accumulated against the old max (nothing yet while it was -inf: the
       // row's O and l are still the zeros make_state wrote).
       if (m_new > m_old && m_old != -kInf) {
@@ -325,19 +334,22 @@ bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, in
   const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
   // Each buffer rounded to 16 floats so every one starts 64-byte aligned.
   auto r16 = [](int64_t f) { return (f + 15) / 16 * 16; };
-  const int64_t sizes[] = {r16(rows * D),   r16(panels_rows * D), r16(D * bk_padded), r16(kBK * NR),
-                           r16(rows * kBK), r16(rows * Dv),       r16(rows),          r16(rows),
+  const int64_t sizes[] = {r16(rows * D),      r16(panels_rows * D),
+                           r16(D * bk_padded), r16(kBK * NR),
+                           r16(rows * kBK),    r16(rows * Dv),
+                           r16(rows),          r16(rows),
+                           r16(rows),          r16(rows),
                            r16(rows)};
   int64_t total = 0;
   for (int64_t z : sizes) total += z;
   float* p = thread_scratch(ScratchSlot::attention).floats(size_t(total));
   if (!p) return false;
-  float** slots[] = {&st.qg, &st.qp, &st.kp, &st.vp, &st.s, &st.o, &st.m, &st.l};
-  for (int i = 0; i < 8; ++i) {
+  float** slots[] = {&st.qg, &st.qp, &st.kp,      &st.vp,     &st.s,     &st.o,
+                     &st.m,  &st.l,  &st.special, &st.tile_m, &st.tile_l};
+  for (int i = 0; i < 11; ++i) {
     *slots[i] = p;
     p += sizes[i];
   }
-  st.special = p;
   for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0.0f;
   std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
   return true;

@@ -292,12 +292,12 @@ struct Rows<B, 4> {
 };
 
 // (max, sum) of G rows ldx apart, their exps stored in y (ldy apart) unless y is null; y may
-// equal x. next: the next group's x and y (null: none), prefetched during the exp pass. Returns
-// false, having written only out_max, when a row's max is not finite (the caller classifies the
-// row).
+// equal x. floor (null: none): per row, a lower bound for the max (attention's running max). next:
+// the next group's x and y (null: none), prefetched during the exp pass. Returns false, having
+// written only out_max, when a row's max is not finite (the caller classifies the row).
 template <class Arch, int G>
-bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* y, int64_t ldy,
-                    float* out_max, float* out_sum, NextRow next) {
+bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, const float* floor,
+                    float* y, int64_t ldy, float* out_max, float* out_sum, NextRow next) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   const int64_t body = n - n % W, tail = n % W;
@@ -311,6 +311,8 @@ bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* 
   Rows<B, G> shift = m;
   shift.each([&](int g, B& v) {
     out_max[g] = max_across<Arch>(v) * scale;
+    // (A NaN row max stays NaN: the comparison is false for it.)
+    if (floor && floor[g] > out_max[g]) out_max[g] = floor[g];
     finite &= out_max[g] > kNegInf && out_max[g] < -kNegInf;
     v = B(-out_max[g]);
   });
@@ -350,11 +352,13 @@ bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, float* 
 // done(first, count) after the next set's exp pass (its sums' latency then overlaps that work).
 // A row whose max is not finite gets sum NaN and is not passed to done.
 template <class Arch, class Done>
-void short_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale, float* y,
-                int64_t ldy, float* out_max, float* out_sum, Done done) {
+void short_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
+                const float* floor, float* y, int64_t ldy, float* out_max, float* out_sum,
+                Done done) {
   int64_t pending = 0, pending_count = 0;
+  auto at = [&](int64_t r) { return floor ? floor + r : nullptr; };
   auto single = [&](int64_t r, NextRow next) {
-    if (group_exp_pass<Arch, 1>(n, x + r * ldx, ldx, scale, y ? y + r * ldy : nullptr, ldy,
+    if (group_exp_pass<Arch, 1>(n, x + r * ldx, ldx, scale, at(r), y ? y + r * ldy : nullptr, ldy,
                                 out_max + r, out_sum + r, next))
       return true;
     out_sum[r] = std::numeric_limits<float>::quiet_NaN();
@@ -365,10 +369,11 @@ void short_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, float scal
     const bool more = r + count < rows;
     const NextRow next{more ? x + (r + count) * ldx : nullptr,
                        more && y ? y + (r + count) * ldy : nullptr};
-    const bool whole = count == kGroup ? group_exp_pass<Arch, kGroup>(
-                                             n, x + r * ldx, ldx, scale, y ? y + r * ldy : nullptr,
-                                             ldy, out_max + r, out_sum + r, next)
-                                       : single(r, next);
+    const bool whole = count == kGroup
+                           ? group_exp_pass<Arch, kGroup>(n, x + r * ldx, ldx, scale, at(r),
+                                                          y ? y + r * ldy : nullptr, ldy,
+                                                          out_max + r, out_sum + r, next)
+                           : single(r, next);
     if (pending_count) done(pending, pending_count);
     pending_count = 0;
     if (whole) {
@@ -440,11 +445,12 @@ void softmax_rows_cached(int64_t rows, int64_t n, const float* x, int64_t ldx, f
     softmax_rows_each<Arch>(rows, n, x, ldx, scale, y, ldy, out_max, out_sum, stream);
     return;
   }
-  short_rows<Arch>(rows, n, x, ldx, scale, y, ldy, out_max, out_sum, [&](int64_t r, int64_t k) {
-    for (int64_t i = r; i < r + k; ++i)
-      if (out_sum[i] > 0.0f && out_sum[i] < -kNegInf)
-        affine<Arch>(n, y + i * ldy, 1.0f / out_sum[i], 0.0f, y + i * ldy);
-  });
+  short_rows<Arch>(rows, n, x, ldx, scale, nullptr, y, ldy, out_max, out_sum,
+                   [&](int64_t r, int64_t k) {
+                     for (int64_t i = r; i < r + k; ++i)
+                       if (out_sum[i] > 0.0f && out_sum[i] < -kNegInf)
+                         affine<Arch>(n, y + i * ldy, 1.0f / out_sum[i], 0.0f, y + i * ldy);
+                   });
 }
 
 // (max, sum) of rows that stay in cache, rows ldx apart: short rows in groups, the others in two
@@ -454,7 +460,8 @@ void softmax_stats_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, fl
                         float* out_max, float* out_sum) {
   using namespace softmax_detail;
   if (n <= kShortCols) {
-    short_rows<Arch>(rows, n, x, ldx, scale, nullptr, 0, out_max, out_sum, [](int64_t, int64_t) {});
+    short_rows<Arch>(rows, n, x, ldx, scale, nullptr, nullptr, 0, out_max, out_sum,
+                     [](int64_t, int64_t) {});
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -466,6 +473,18 @@ void softmax_stats_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, fl
                                           NextRow{r + 1 < rows ? xr + ldx : nullptr, nullptr})
                      : std::numeric_limits<float>::quiet_NaN();
   }
+}
+
+// Fused attention's softmax step on a score tile S (rows x n, n <= kShortCols, rows lds apart),
+// in place: per row, m_new = max(m, max_j S_j) and S = exp(S - m_new), in groups of rows as the
+// short softmax rows. On return max[r] = m_new and sum[r] = sum_j S_j for every row whose m_new
+// is finite; a row whose m_new is not (no key visible yet, +inf, NaN) has sum NaN and is left
+// untouched for the caller. m is only read.
+template <class Arch>
+void attention_tile_rows(int64_t rows, int64_t n, float* s, int64_t lds, const float* m,
+                         float* out_max, float* out_sum) {
+  softmax_detail::short_rows<Arch>(rows, n, s, lds, 1.0f, m, s, lds, out_max, out_sum,
+                                   [](int64_t, int64_t) {});
 }
 
 }  // namespace tessera::arch

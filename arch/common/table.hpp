@@ -70,6 +70,7 @@ KernelTable make_table(const char* name) {
   sm.stats_online = &softmax_stats_online<Arch>;
   sm.stats_rows = &softmax_stats_rows<Arch>;
   sm.softmax_rows_cached = &softmax_rows_cached<Arch>;
+  sm.attention_rows = &attention_tile_rows<Arch>;
   sm.max = &row_max<Arch>;
   sm.exp_sum = &exp_sum<Arch>;
   sm.affine = &affine<Arch>;
