@@ -32,12 +32,13 @@ using GemmPackFn = void (*)(bool trans, int64_t rows_or_k, int64_t k_or_cols, co
 
 struct GemmKernels {
   int mr, nr, kc, mc, nc;  // blocking (arch/common/blocking.hpp)
-  int dot_rows, dot_cols;
+  int dot_rows;
+  int dot_cols[kMaxDotRows + 1];      // [r]: the columns of dot[r]
   GemmPackedFn packed[kMaxMR + 1];    // [r]: r = 1..mr rows of a packed A panel
   GemmStridedFn strided[kMaxMR + 1];  // [r]: A read in place through strides
   // [r]: A read in place, rows kAttentionBK floats apart (attention's P), B a packed panel
   GemmPackedFn rows_bk[kMaxMR + 1];
-  GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols
+  GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols[r]
   GemmDotFn dot1[kMaxDotRows + 1];  // [r]: r x 1
   GemmPackFn pack_a;                // (trans, mc, kc, a, lda, out)
   GemmPackFn pack_b;                // (trans, kc, nc, b, ldb, out)

@@ -240,9 +240,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     const float* ktile = kbase + j0 * d.k_stride[2];
     if (few_rows(gk, rows)) {
       // Few rows (decode): dot products along d, K read in place, once.
-      const int64_t R = gk.dot_rows, J = gk.dot_cols, ldk = d.k_stride[2];
+      const int64_t R = gk.dot_rows, ldk = d.k_stride[2];
       for (int64_t i = 0; i < rows; i += R) {
-        const int64_t r = std::min(R, rows - i);
+        const int64_t r = std::min(R, rows - i), J = gk.dot_cols[r];
         int64_t j = 0;
         for (; j + J <= n; j += J)
           gk.dot[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale,

@@ -2,6 +2,7 @@
 
 #include <tbb/blocked_range2d.h>
 #include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -40,7 +41,7 @@ void for_grid(int64_t mi, int64_t nj, bool parallel, F&& body) {
         [&](const tbb::blocked_range2d<int64_t>& r) {
           body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
         },
-        tbb::simple_partitioner());
+        tbb::static_partitioner());
   });
 }
 
@@ -59,14 +60,14 @@ void scale_c(const GemmProblem& p, bool parallel) {
 
 // ---- few rows of A times B^T: dot products, K read in place ------------------------------
 void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
-  const int64_t R = kt.dot_rows, J = kt.dot_cols;
+  const int64_t R = kt.dot_rows;
   const int64_t row_blocks = ceil_div(p.m, R);
   // Column blocks of 64 keys: enough work per task to hide the scheduling, and a fixed split.
   constexpr int64_t kColsPerTask = 64;
   for_grid(row_blocks, ceil_div(p.n, kColsPerTask), parallel,
            [&](int64_t ib0, int64_t ib1, int64_t jb0, int64_t jb1) {
              for (int64_t ib = ib0; ib < ib1; ++ib) {
-               const int64_t i = ib * R, rows = std::min(R, p.m - i);
+               const int64_t i = ib * R, rows = std::min(R, p.m - i), J = kt.dot_cols[rows];
                const float* a = p.a + i * p.lda;
                const int64_t j_end = std::min(p.n, jb1 * kColsPerTask);
                int64_t j = jb0 * kColsPerTask;

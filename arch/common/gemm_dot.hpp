@@ -7,11 +7,14 @@
 // (SIMD lanes, then lane reduction, then the scalar tail) depends on k alone.
 // Register tile (AVX-512, 4 x 4): 16 accumulators acc[i][j] (16 lanes of partial dot
 // products each), 4 A vectors and 4 B vectors per step: 24 of 32 zmm.
+// One row (decode's q K^T) has its own kernel, gemm_dot_nt_row: 1 x W (W = lanes per vector).
 #pragma once
 
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
+
+#include "lanes.hpp"
 
 namespace tessera::arch {
 
@@ -41,6 +44,40 @@ void gemm_dot_nt(int64_t k, const float* a, int64_t lda, const float* b, int64_t
       float& dst = c[i * ldc + j];
       dst = beta != 0.0f ? alpha * sum + beta * dst : alpha * sum;
     }
+}
+
+// One row of A against W rows of B (W = floats per vector), for the m = 1 decode product.
+// With 1 x 4 the four accumulators' FMA chains (8 deep at k = 128) left the FMA ports idle and
+// each output paid a whole horizontal sum; W accumulators keep the ports busy and are reduced
+// together by a transposing reduction (lanes::transpose_sum: lane j of its result is the sum
+// of accumulator j) costing about four operations per output, then C is stored as one vector.
+// Register tile (AVX-512): 16 accumulators, the A vector, one B vector: 18 zmm. Same contract as
+// gemm_dot_nt (lda and ldc are unused: one row).
+template <class Arch>
+void gemm_dot_nt_row(int64_t k, const float* a, int64_t /*lda*/, const float* b, int64_t ldb,
+                     float* c, int64_t /*ldc*/, float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(B::size);
+  B acc[W];
+#pragma GCC unroll 16
+  for (int j = 0; j < W; ++j) acc[j] = B(0.0f);
+  int64_t p = 0;
+  for (; p + W <= k; p += W) {
+    const B av = B::load_unaligned(a + p);
+#pragma GCC unroll 16
+    for (int j = 0; j < W; ++j) acc[j] = xsimd::fma(av, B::load_unaligned(b + j * ldb + p), acc[j]);
+  }
+  B sum = lanes::transpose_sum<Arch>(acc);
+  if (p < k) {
+    alignas(64) float t[W];
+    sum.store_aligned(t);
+    for (int j = 0; j < W; ++j)
+      for (int64_t q = p; q < k; ++q) t[j] += a[q] * b[j * ldb + q];
+    sum = B::load_aligned(t);
+  }
+  B r = sum * B(alpha);
+  if (beta != 0.0f) r = xsimd::fma(B(beta), B::load_unaligned(c), r);
+  r.store_unaligned(c);
 }
 
 }  // namespace tessera::arch

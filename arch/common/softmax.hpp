@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "exp.hpp"
+#include "lanes.hpp"
 #include "stream.hpp"
 
 namespace tessera::arch {
@@ -36,33 +37,14 @@ inline B minus_max(B a, B m) {
   return a - xsimd::select(m == B(kNegInf), B(0.0f), m);
 }
 
-// The lane permutation i -> i xor D, as an xsimd 8.1 swizzle constant.
-template <class Arch, uint32_t D, size_t... I>
-constexpr auto xor_lanes(std::index_sequence<I...>) {
-  return xsimd::batch_constant<xsimd::batch<uint32_t, Arch>, uint32_t(I ^ D)...>{};
-}
-
-// Reduces over the lanes by a butterfly (log2 W swizzle + op steps, every lane ends with the
-// result): a scalar loop over the W lanes is a W-long dependency chain, as long as the whole
-// exp pass of a 128-column row on AVX-512, and xsimd 8.1's hadd on AVX-512 is 3 hadds.
-template <class Arch, uint32_t D = xsimd::batch<float, Arch>::size / 2, class Op>
-inline float reduce_across(xsimd::batch<float, Arch> v, Op op) {
-  if constexpr (D == 0) {
-    return v.get(0);
-  } else {
-    constexpr auto idx = std::make_index_sequence<xsimd::batch<float, Arch>::size>();
-    return reduce_across<Arch, D / 2>(op(v, xsimd::swizzle(v, xor_lanes<Arch, D>(idx))), op);
-  }
-}
-
 template <class Arch>
 inline float max_across(xsimd::batch<float, Arch> v) {
-  return reduce_across<Arch>(v, [](auto a, auto b) { return xsimd::max(a, b); });
+  return lanes::reduce<Arch>(v, [](auto a, auto b) { return xsimd::max(a, b); });
 }
 
 template <class Arch>
 inline float sum_across(xsimd::batch<float, Arch> v) {
-  return reduce_across<Arch>(v, [](auto a, auto b) { return a + b; });
+  return lanes::reduce<Arch>(v, [](auto a, auto b) { return a + b; });
 }
 
 // Lane states (m_l, s_l) -> (m, s), combined in lane order.

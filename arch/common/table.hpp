@@ -37,7 +37,10 @@ void fill_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
 template <class Arch, const GemmBlocking& G, int... R>
 void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.dot[R + 1] = &gemm_dot_nt<Arch, R + 1, G.dot_cols>), ...);
+  ((k.dot_cols[R + 1] = G.dot_cols), ...);
   ((k.dot1[R + 1] = &gemm_dot_nt<Arch, R + 1, 1>), ...);
+  k.dot[1] = &gemm_dot_nt_row<Arch>;  // one row: its own 1 x W kernel
+  k.dot_cols[1] = static_cast<int>(xsimd::batch<float, Arch>::size);
 }
 
 template <class Arch, const GemmBlocking& G, class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
@@ -57,7 +60,6 @@ KernelTable make_table(const char* name) {
   g.mc = G.mc;
   g.nc = G.nc;
   g.dot_rows = G.dot_rows;
-  g.dot_cols = G.dot_cols;
   fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
   g.pack_a = &gemm_pack_a<Arch, G.mr>;

@@ -1,0 +1,61 @@
+// Lane permutations and reductions across the lanes of a vector, over the xsimd 8.1 arch
+// (compile-time swizzle and select constants).
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace tessera::arch::lanes {
+
+template <class Arch>
+constexpr auto kIndices = std::make_index_sequence<xsimd::batch<float, Arch>::size>();
+
+// The lane permutation i -> i xor D.
+template <class Arch, uint32_t D, size_t... I>
+constexpr auto xor_lanes(std::index_sequence<I...>) {
+  return xsimd::batch_constant<xsimd::batch<uint32_t, Arch>, uint32_t(I ^ D)...>{};
+}
+
+// True in the lanes whose index has bit D set.
+template <class Arch, uint32_t D, size_t... I>
+constexpr auto bit_lanes(std::index_sequence<I...>) {
+  return xsimd::batch_bool_constant<xsimd::batch<float, Arch>, ((I & D) != 0)...>{};
+}
+
+// Reduces over the lanes by a butterfly (log2 W swizzle + op steps, every lane ends with the
+// result): a scalar loop over the W lanes is a W-long dependency chain, and xsimd 8.1's hadd
+// on AVX-512 is 3 hadds.
+template <class Arch, uint32_t D = xsimd::batch<float, Arch>::size / 2, class Op>
+inline float reduce(xsimd::batch<float, Arch> v, Op op) {
+  if constexpr (D == 0) {
+    return v.get(0);
+  } else {
+    return reduce<Arch, D / 2>(op(v, xsimd::swizzle(v, xor_lanes<Arch, D>(kIndices<Arch>))), op);
+  }
+}
+
+// Sums of W vectors at once (W = lanes): lane j of the result is the sum of v[j]'s lanes. At
+// each level D = W/2 .. 1, v[i] and v[i + D] fold into one vector whose lanes with bit D clear
+// carry v[i]'s pair sums (lanes l, l xor D) and the others v[i + D]'s, so after the last level
+// lane j holds v[j]'s total: W - 1 folds of two selects, a swizzle and an add (a horizontal sum
+// per vector costs log2 W swizzles and adds for one result). xsimd 8.1's own haddp swaps lanes
+// 2-3 with 4-5 and 10-11 with 12-13 on AVX-512, hence this.
+template <class Arch, uint32_t D = xsimd::batch<float, Arch>::size / 2>
+inline xsimd::batch<float, Arch> transpose_sum(xsimd::batch<float, Arch>* v) {
+  if constexpr (D == 0) {
+    return v[0];
+  } else {
+    constexpr auto hi = bit_lanes<Arch, D>(kIndices<Arch>);
+    constexpr auto swap = xor_lanes<Arch, D>(kIndices<Arch>);
+    for (uint32_t i = 0; i < D; ++i) {
+      const auto a = v[i], b = v[i + D];
+      v[i] = xsimd::select(hi, b, a) + xsimd::swizzle(xsimd::select(hi, a, b), swap);
+    }
+    return transpose_sum<Arch, D / 2>(v);
+  }
+}
+
+}  // namespace tessera::arch::lanes
