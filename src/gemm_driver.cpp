@@ -2,7 +2,6 @@
 
 #include <tbb/blocked_range2d.h>
 #include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -41,7 +40,7 @@ void for_grid(int64_t mi, int64_t nj, bool parallel, F&& body) {
         [&](const tbb::blocked_range2d<int64_t>& r) {
           body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
         },
-        tbb::static_partitioner());
+        tbb::simple_partitioner());
   });
 }
 
