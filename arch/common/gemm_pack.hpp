@@ -14,6 +14,10 @@
 
 #include "gemm_ukernel.hpp"  // TESSERA_ALWAYS_INLINE
 
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#include "../x86/transpose_x86.hpp"
+#endif
+
 namespace tessera::arch {
 
 // Transposes 4 rows of W floats in 128-bit pieces: after two perfect-shuffle rounds (pairing
@@ -88,9 +92,17 @@ void pack_panels(bool columns_contiguous, int64_t k, int64_t n, const float* src
       }
       continue;
     }
-    // Columns in groups of 4, then 2, transposed W k steps at a time in registers.
+    // Columns in groups of 16 where the ISA has a 16 x 16 transpose, then 4, then 2,
+    // transposed W k steps at a time in registers.
     const int64_t k_vec = W >= 4 ? k - k % W : 0;
     int64_t c = 0;
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+    if constexpr (x86::kHasTranspose16<Arch>) {
+      for (; c + 16 <= cols; c += 16)
+        for (int64_t p = 0; p < k_vec; p += W)
+          x86::transpose_16x16<Arch>(src + (j0 + c) * ld + p, ld, out + p * P + c, P);
+    }
+#endif
     if constexpr (W >= 4) {
       for (; c + 4 <= cols; c += 4)
         for (int64_t p = 0; p < k_vec; p += W)
