@@ -13,8 +13,8 @@ constexpr int kMaxDotRows = 4;
 
 // Fused attention's key tile: BK keys per step of the key loop. The score/probability tile is
 // stored with rows BK floats apart, so the P V micro-kernel that reads it in place gets that
-// stride as a constant (gemm_ukernel_rows_bk). BK = 256: the S tile of ~256 stacked rows
-// (256 KB), a K and a V tile (128 KB each at d = 128) and the O accumulator share a 2 MB L2.
+// stride as a constant (gemm_ukernel_rows_bk). BK = 256: the S tile of ~512 stacked rows
+// (512 KB), a K and a V tile (128 KB each at d = 128) and the O accumulator share a 2 MB L2.
 inline constexpr int kAttentionBK = 256;
 
 // gemm_ukernel.hpp: C[0:r, 0:nr] = alpha A B + beta C for r rows (the index in the table).

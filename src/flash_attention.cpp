@@ -412,8 +412,8 @@ void finish_rows(const Geometry& g, const arch::SoftmaxKernels& sk, int64_t b, i
 Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
                const float* v, float* o) {
   const tessera_attention_desc& d = g.d;
-  // About kRowsPerTile stacked rows, a whole number of MR panels where the group allows (256 rows
-  // with MR = 14 would leave a 4-row panel running at 4/14 of the kernel's rate).
+  // About kRowsPerTile stacked rows, a whole number of MR panels where the group allows (512 rows
+  // with MR = 14 would leave an 8-row panel running at 8/14 of the kernel's rate).
   // The blocks are then evened out (256 query rows were one block of 252 and one of 4: a task
   // that packed every K tile for 4 rows), still a whole number of MR panels.
   const int64_t MR = kt.gemm.mr;
