@@ -67,15 +67,28 @@ inline void reduce_lanes(xsimd::batch<float, Arch> m, xsimd::batch<float, Arch> 
   *out_sum = sum_across<Arch>(s * exp_vec_nonpositive<Arch>(minus_max(m, B(mx))));
 }
 
-// Loads x[i, i + W) scaled, or the tail padded with -inf (no mass).
+// x[i, i + len) (len <= W) padded with -inf (no mass).
+template <class Arch>
+inline xsimd::batch<float, Arch> load_tail(const float* x, int64_t len) {
+  using B = xsimd::batch<float, Arch>;
+  alignas(64) float buf[B::size];
+  for (int64_t j = 0; j < int64_t(B::size); ++j) buf[j] = j < len ? x[j] : kNegInf;
+  return B::load_aligned(buf);
+}
+
+template <class Arch>
+inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
+  alignas(64) float buf[xsimd::batch<float, Arch>::size];
+  v.store_aligned(buf);
+  for (int64_t j = 0; j < len; ++j) y[j] = buf[j];
+}
+
+// Loads x[i, i + W) scaled, or the tail padded with -inf (no mass; scale > 0 keeps it -inf).
 template <class Arch>
 inline xsimd::batch<float, Arch> load_scaled(const float* x, int64_t i, int64_t n, float scale) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
-  if (i + W <= n) return B::load_unaligned(x + i) * B(scale);
-  alignas(64) float buf[W];
-  for (int64_t j = 0; j < W; ++j) buf[j] = i + j < n ? x[i + j] * scale : kNegInf;
-  return B::load_aligned(buf);
+  return (i + W <= n ? B::load_unaligned(x + i) : load_tail<Arch>(x + i, n - i)) * B(scale);
 }
 
 }  // namespace softmax_detail
@@ -186,14 +199,10 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
     s1 = B(0.0f);
   }
   for (; i < n; i += W) {
-    alignas(64) float buf[W];
     const int64_t len = n - i < W ? n - i : W;
-    for (int64_t j = 0; j < W; ++j)
-      buf[j] = j < len ? x[i + j] * scale - shift : softmax_detail::kNegInf;
-    const B e = exp_vec_nonpositive<Arch>(B::load_aligned(buf));
-    e.store_aligned(buf);
-    if (y)
-      for (int64_t j = 0; j < len; ++j) y[i + j] = buf[j];
+    const B e =
+        exp_vec_nonpositive<Arch>(xsimd::fma(softmax_detail::load_tail<Arch>(x + i, len), vs, vm));
+    if (y) softmax_detail::store_tail<Arch>(e, y + i, len);
     total += e;
   }
   return softmax_detail::sum_across<Arch>(total);
@@ -241,22 +250,6 @@ namespace softmax_detail {
 
 constexpr int64_t kShortCols = 256;
 constexpr int kGroup = 4;
-
-// x[i, i + len) (len < W) padded with -inf (no mass).
-template <class Arch>
-inline xsimd::batch<float, Arch> load_tail(const float* x, int64_t len) {
-  using B = xsimd::batch<float, Arch>;
-  alignas(64) float buf[B::size];
-  for (int64_t j = 0; j < int64_t(B::size); ++j) buf[j] = j < len ? x[j] : kNegInf;
-  return B::load_aligned(buf);
-}
-
-template <class Arch>
-inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
-  alignas(64) float buf[xsimd::batch<float, Arch>::size];
-  v.store_aligned(buf);
-  for (int64_t j = 0; j < len; ++j) y[j] = buf[j];
-}
 
 // G rows' vectors as named values: GCC 12 keeps an array of batches in memory, and the exp
 // pass's four sums then went through the stack at every step.
