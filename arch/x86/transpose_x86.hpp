@@ -16,13 +16,15 @@ namespace tessera::arch::x86 {
 template <class Arch>
 constexpr bool kHasTranspose16 = std::is_base_of_v<xsimd::avx512f, Arch>;
 
-// Rows c = 0..15 of src (row c at src + c ld, 16 floats each) become the 16-float vectors
-// dst + t pitch, t = 0..15 (dst[t pitch + c] = src[c ld + t]).
-template <class Arch>
+// Rows c = 0..C-1 of src (row c at src + c ld, 16 floats each) become the first C floats of
+// dst + t pitch, t = 0..15 (dst[t pitch + c] = src[c ld + t]). C < 16 (the 14-row A panels)
+// transposes zeros in place of the missing rows and stores C lanes under a mask, so nothing
+// past a row's C floats is written.
+template <class Arch, int C = 16>
 inline void transpose_16x16(const float* src, int64_t ld, float* dst, int64_t pitch) {
-  static_assert(kHasTranspose16<Arch>);
+  static_assert(kHasTranspose16<Arch> && C > 0 && C <= 16);
   __m512 r[16], s[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ld);
+  for (int i = 0; i < 16; ++i) r[i] = i < C ? _mm512_loadu_ps(src + i * ld) : _mm512_setzero_ps();
   // Round 1: interleave rows pairwise (2i, 2i + 1) within 128-bit lanes.
   for (int i = 0; i < 16; i += 2) {
     s[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
@@ -52,7 +54,12 @@ inline void transpose_16x16(const float* src, int64_t ld, float* dst, int64_t pi
       r[4 * h + j] = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));
       r[4 * (h + 2) + j] = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1));
     }
-  for (int t = 0; t < 16; ++t) _mm512_storeu_ps(dst + t * pitch, r[t]);
+  for (int t = 0; t < 16; ++t) {
+    if constexpr (C == 16)
+      _mm512_storeu_ps(dst + t * pitch, r[t]);
+    else
+      _mm512_mask_storeu_ps(dst + t * pitch, static_cast<__mmask16>((1u << C) - 1), r[t]);
+  }
 }
 
 }  // namespace tessera::arch::x86
