@@ -8,8 +8,9 @@
 //                             few rows use the dot kernel, K read in place)
 //   masks                     only on tiles that are not fully visible, or with bias, mask,
 //                             ALiBi or softcap; invisible tiles are skipped before the GEMM
-//   m_new = max(m, rowmax S); P = exp(S - m_new); l = l exp(m - m_new) + rowsum P
-//   O = O exp(m - m_new) + P V   (the rescale only when the max moved)
+//   m_new = max(m, rowmax S), lazily: m stays while rowmax S <= m + 4 (softmax.hpp,
+//   kRescaleSlack); P = exp(S - m_new); l = l exp(m - m_new) + rowsum P
+//   O = O exp(m - m_new) + P V   (the rescale only when m moved)
 // and at the end O / l, lse = m + log l (a row with no visible key: zeros and -inf).
 //
 // Block sizes: BK = 256 keys and about 512 stacked rows: the S/P tile (512 x 256 x 4 B =

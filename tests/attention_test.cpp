@@ -252,6 +252,33 @@ TEST_P(Attention, ManyTilesAgainstReference) {
   }
 }
 
+// Scores that climb from key tile to key tile (a bias ramp over the keys): by less than the
+// lazy-rescale slack per tile (the running max stays, exps above 1), by more (it moves, O and l
+// are rescaled), and both in one row (a ramp that steepens), on the prefill and decode paths.
+TEST_P(Attention, RunningMaxClimbingAcrossTiles) {
+  uint32_t seed = 350;
+  for (int64_t q_len : {40, 3})
+    for (float rise : {1.0f, 3.9f, 4.1f, 30.0f, -1.0f}) {
+      AttentionTester t(1, 2, 2, q_len, 1300, 24, 16);
+      auto& p = t.with_lse().with_bias(false).build(seed);
+      for (int64_t r = 0; r < 2 * q_len; ++r)
+        for (int64_t j = 0; j < 1300; ++j) {
+          // rise per 256 keys; -1: a ramp steepening from 0.5 to 12 per tile.
+          const float per_tile = rise > 0 ? rise : 0.5f + float(j / 256) * 2.5f;
+          p.bias[size_t(r * 1300 + j)] = per_tile * float(j) / 256.0f;
+        }
+      std::vector<float> ref_o(p.o.size()), ref_lse(p.lse.size());
+      tessera::AttentionDesc rd = p.d;
+      rd.lse = ref_lse.data();
+      tessera::reference::attention(rd, p.q.data(), p.k.data(), p.v.data(), ref_o.data());
+      ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()),
+                Status::ok);
+      EXPECT_LE(tt::rel_err(p.o, ref_o), 1e-5) << q_len << " " << rise;
+      EXPECT_LE(tt::rel_err(p.lse, ref_lse), 1e-5) << q_len << " " << rise;
+      ++seed;
+    }
+}
+
 // The split-KV decode path (q_len <= 8 against more than one 512-key chunk).
 TEST_P(Attention, DecodeChunksAgainstReference) {
   uint32_t seed = 400;

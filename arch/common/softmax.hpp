@@ -249,6 +249,13 @@ void scale_stream(int64_t n, const float* src, float mul, float* y) {
 namespace softmax_detail {
 
 constexpr int64_t kShortCols = 256;
+// How far a tile's max may rise above fused attention's running max before the running max
+// moves (lazy rescaling). Below it the tile's exps are taken against the old max: they may reach
+// e^4 ~ 55 instead of 1, which costs that factor of float's headroom in the sums and in O and
+// nothing in relative precision, and the row's O and l need no rescale. With the max moving by
+// any amount, O was rescaled for about half the rows of every second tile (3% of fused attention
+// at L = 512).
+constexpr float kRescaleSlack = 4.0f;
 constexpr int kGroup = 4;
 
 // G rows' vectors as named values: GCC 12 keeps an array of batches in memory, and the exp
@@ -278,7 +285,8 @@ struct Rows<B, 4> {
 };
 
 // (max, sum) of G rows ldx apart, their exps stored in y (ldy apart) unless y is null; y may
-// equal x. floor (null: none): per row, a lower bound for the max (attention's running max). next:
+// equal x. floor (null: none): per row, the reference the row's max replaces only when it
+// exceeds it by more than kRescaleSlack (attention's running max; see attention_tile_rows). next:
 // the next group's x and y (null: none), prefetched during the exp pass. Returns false, having
 // written only out_max, when a row's max is not finite (the caller classifies the row).
 template <class Arch, int G>
@@ -298,7 +306,7 @@ bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, const f
   shift.each([&](int g, B& v) {
     out_max[g] = max_across<Arch>(v) * scale;
     // (A NaN row max stays NaN: the comparison is false for it.)
-    if (floor && floor[g] > out_max[g]) out_max[g] = floor[g];
+    if (floor && floor[g] + kRescaleSlack >= out_max[g]) out_max[g] = floor[g];
     finite &= out_max[g] > kNegInf && out_max[g] < -kNegInf;
     v = B(-out_max[g]);
   });
@@ -462,8 +470,9 @@ void softmax_stats_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, fl
 }
 
 // Fused attention's softmax step on a score tile S (rows x n, rows lds apart; meant for tiles
-// of at most kShortCols keys, as the short rows), in place: per row, m_new = max(m, max_j S_j) and
-// S = exp(S - m_new), in groups of rows as the short softmax rows. On return max[r] = m_new and
+// of at most kShortCols keys, as the short rows), in place: per row, m_new = m unless the tile's
+// max exceeds it by more than kRescaleSlack, then m_new = that max; S = exp(S - m_new), in groups
+// of rows as the short softmax rows. On return max[r] = m_new and
 // sum[r] = sum_j S_j for every row whose m_new is finite; a row whose m_new is not (no key visible
 // yet, +inf, NaN) has sum NaN and is left untouched for the caller. m is only read.
 template <class Arch>
