@@ -74,6 +74,22 @@ TEST_P(Gemm, BlockEdgesOfTheTable) {
     GemmTester().m(m).n(2 * NR + 1).k(129).ta(Transpose::trans).beta(1.0f).test();
     if (HasFatalFailure()) return;
   }
+  // B not transposed with A and B past 4 MB (smaller ones are read in place): the blocked path
+  // packs B itself, across the KC and MC edges.
+  const int64_t n_blocked = (4 << 20) / (4 * (KC + 1)) + NR + 5;
+  GemmTester().m(MC + 1).n(n_blocked).k(KC + 1).beta(0.3f).test();
+}
+
+// Mid-size products (A and B within 4 MB, k > 128) read A, and B when its rows are 64-byte
+// aligned, in place; B^T and misaligned B are packed a panel at a time inside the tasks.
+TEST_P(Gemm, MidSizeInPlaceAndPackedPerTask) {
+  for (bool aligned : {true, false})
+    for (Transpose ta : kTrans)
+      for (Transpose tb : kTrans) {
+        GemmTester().m(203).n(256).k(300).ta(ta).tb(tb).aligned_b(aligned).beta(0.3f).test();
+        GemmTester().m(37).n(256 + 17).k(129).ta(ta).tb(tb).aligned_b(aligned).test();
+        if (HasFatalFailure()) return;
+      }
 }
 
 TEST_P(Gemm, StridedBatched) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -59,6 +60,11 @@ class GemmTester {
     packed_ = v;
     return *this;
   }
+  // B starts on a 64-byte line (whole rows of B are then read in place where the driver can).
+  GemmTester& aligned_b(bool v) {
+    aligned_b_ = v;
+    return *this;
+  }
 
   void test(uint32_t seed = 1) const {
     using tessera::Transpose;
@@ -71,7 +77,9 @@ class GemmTester {
     const int64_t ldb = std::max<int64_t>(b_cols, 1) + pad_, ldc = std::max<int64_t>(n_, 1) + pad_;
     const int64_t sa = a_rows * lda + 3, sb = b_rows * ldb + 5, sc = m_ * ldc + 7;
     const auto a = tt::random_vec(size_t(sa * batch_), seed);
-    const auto b = tt::random_vec(size_t(sb * batch_), seed + 1);
+    const auto b_store = tt::random_vec(size_t(sb * batch_ + 16), seed + 1);
+    const uintptr_t misalign = reinterpret_cast<uintptr_t>(b_store.data()) % 64;
+    const float* b = b_store.data() + (aligned_b_ && misalign ? (64 - misalign) / 4 : 0);
     // C starts random where beta reads it and NaN where it must not (beta = 0), and every
     // element outside the m x n blocks holds a sentinel that must survive.
     auto c = tt::random_vec(size_t(sc * batch_), seed + 2);
@@ -86,11 +94,10 @@ class GemmTester {
           x = tt::kNaN;
       }
     auto ref = c;
-    tessera::reference::sgemm_strided_batched(ta_, tb_, m_, n_, k_, alpha_, a.data(), lda, sa,
-                                              b.data(), ldb, sb, beta_, ref.data(), ldc, sc,
-                                              batch_);
+    tessera::reference::sgemm_strided_batched(ta_, tb_, m_, n_, k_, alpha_, a.data(), lda, sa, b,
+                                              ldb, sb, beta_, ref.data(), ldc, sc, batch_);
     auto out = c;
-    run(a.data(), lda, sa, b.data(), ldb, sb, out.data(), ldc, sc);
+    run(a.data(), lda, sa, b, ldb, sb, out.data(), ldc, sc);
 
     const float eps = std::numeric_limits<float>::epsilon();
     for (int64_t t = 0; t < batch_; ++t)
@@ -155,5 +162,5 @@ class GemmTester {
   int64_t m_ = 1, n_ = 1, k_ = 1, pad_ = 0, batch_ = 1;
   tessera::Transpose ta_ = tessera::Transpose::no_trans, tb_ = tessera::Transpose::no_trans;
   float alpha_ = 1.0f, beta_ = 0.0f;
-  bool packed_ = false;
+  bool packed_ = false, aligned_b_ = false;
 };
