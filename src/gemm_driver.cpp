@@ -96,7 +96,8 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
   // that straddles two lines costs two: 256^3 in place ran 8% slower from a 16-byte aligned B);
   // the others, and B^T, are packed a panel at a time by the task that uses them, so no
   // packing step of its own (a fork-join) comes before the products.
-  const bool b_aligned = b_rows_aligned(p);
+  // With one row panel (few rows) a panel is used once: read in place, aligned or not.
+  const bool b_in_place = !p.tb && (b_rows_aligned(p) || p.m <= MR);
   std::atomic<bool> oom{false};
   // Column panels split first: a task then packs only the panels it uses.
   for_grid(panels, ceil_div(p.m, MR), parallel,
@@ -106,7 +107,7 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
                const int64_t j = q * NR, nr = std::min(NR, p.n - j);
                const float* b = p.b + j;
                int64_t ldb = p.ldb;
-               if (!b_aligned || nr < NR) {
+               if (!b_in_place || nr < NR) {
                  if (!buf) buf = thread_scratch(ScratchSlot::gemm_b).floats(size_t(NR * p.k));
                  if (!buf) {
                    oom = true;
