@@ -80,9 +80,7 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
            });
 }
 
-// ---- A read in place (no packing of A): few rows, small products on several threads ----------
-// B panels are read in place when op(B) = B and the panel is whole; B^T and a partial last panel
-// are packed first.
+// ---- A read in place (no packing of A): few rows, small and mid-size products -----------------
 // B not transposed with every row starting on a 64-byte line.
 bool b_rows_aligned(const GemmProblem& p) {
   return !p.tb && reinterpret_cast<uintptr_t>(p.b) % 64 == 0 && p.ldb % 16 == 0;
