@@ -1,5 +1,9 @@
 // SGEMM against the reference on every kernel table: the edge lattice of m, n, k, all four
 // transposes, alpha/beta combinations, wide leading dimensions, batches and prepacked B.
+#include <tbb/task_arena.h>
+
+#include <cstring>
+
 #include "gemm_tester.hpp"
 #include "src/dispatch.hpp"
 
@@ -90,6 +94,42 @@ TEST_P(Gemm, MidSizeInPlaceAndPackedPerTask) {
         GemmTester().m(37).n(256 + 17).k(129).ta(ta).tb(tb).aligned_b(aligned).test();
         if (HasFatalFailure()) return;
       }
+}
+
+// Bitwise identical C for 1, 2 and 8 threads on each path: small, mid-size with B in place
+// (aligned) and per column slice (misaligned, B^T), blocked (past 4 MB), and k across KC.
+TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
+  struct Case {
+    int64_t m, n, k;
+    Transpose tb;
+    int64_t b_offset;  // floats past a 64-byte line
+  };
+  const int64_t KC = tessera::detail::active_table().gemm.kc;
+  const Case cases[] = {{100, 100, 100, Transpose::no_trans, 4},
+                        {203, 256, 2 * KC + 3, Transpose::no_trans, 0},
+                        {203, 256, 2 * KC + 3, Transpose::no_trans, 4},
+                        {203, 300, 700, Transpose::trans, 4},
+                        {300, 1200, KC + 1, Transpose::no_trans, 4}};
+  for (const Case& c : cases) {
+    const int64_t ldb = c.tb == Transpose::no_trans ? c.n : c.k;
+    const auto a = tt::random_vec(size_t(c.m * c.k), 1);
+    auto b_store = tt::random_vec(size_t(c.k * c.n + 32), 2);
+    const uintptr_t misalign = reinterpret_cast<uintptr_t>(b_store.data()) % 64 / 4;
+    const float* b = b_store.data() + (16 - misalign) % 16 + c.b_offset;
+    std::vector<std::vector<float>> runs;
+    for (int threads : {1, 2, 8}) {
+      std::vector<float> out(size_t(c.m * c.n), 0.0f);
+      tbb::task_arena(threads).execute([&] {
+        ASSERT_EQ(tessera::sgemm(Transpose::no_trans, c.tb, c.m, c.n, c.k, 1.0f, a.data(), c.k, b,
+                                 ldb, 0.0f, out.data(), c.n),
+                  tessera::Status::ok);
+      });
+      runs.push_back(out);
+    }
+    for (size_t r = 1; r < runs.size(); ++r)
+      EXPECT_EQ(std::memcmp(runs[0].data(), runs[r].data(), runs[0].size() * sizeof(float)), 0)
+          << c.m << "x" << c.n << "x" << c.k << " offset " << c.b_offset << ", run " << r;
+  }
 }
 
 TEST_P(Gemm, StridedBatched) {
