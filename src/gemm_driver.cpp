@@ -269,8 +269,9 @@ Status gemm_column_split(const GemmKernels& kt, const GemmProblem& p) {
   return Status::ok;
 }
 
-// Products whose A and B together take at most this much read A in place (see gemm_run).
-constexpr double kInPlaceOperandBytes = 4.0 * (1 << 20);
+// Mid-size products: A and B together at most this much (read in place when B is aligned,
+// else split by columns on several threads; see gemm_run).
+constexpr double kMidOperandBytes = 4.0 * (1 << 20);
 
 Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (p.m == 0 || p.n == 0) return Status::ok;
@@ -305,11 +306,10 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     return Status::ok;
   }
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
-  const bool mid =
-      !small && p.k > 128 && operand_bytes <= kInPlaceOperandBytes && b_rows_aligned(p);
-  if (few_rows || (small && parallel) || mid) return gemm_unpacked_a(kt, p, parallel);
-  if (parallel && !small && p.k > 128 && operand_bytes <= kInPlaceOperandBytes)
-    return gemm_column_split(kt, p);
+  const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
+  if (few_rows || (small && parallel) || (mid && b_rows_aligned(p)))
+    return gemm_unpacked_a(kt, p, parallel);
+  if (mid && parallel) return gemm_column_split(kt, p);
   return gemm_blocked(kt, p, parallel);
 }
 
