@@ -41,6 +41,15 @@ TESSERA_ALWAYS_INLINE void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], f
   constexpr int W = static_cast<int>(B::size);
   const B va(alpha);
   if (nr == NV * W) {
+    // C = acc, the common case, stores the accumulators as they are: with the multiplies by
+    // alpha interleaved, GCC computed all 28 products first and spilled them (k = 64: the
+    // epilogue held ~10% of the kernel's time).
+    if (alpha == 1.0f && beta == 0.0f) {
+      TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v)
+          acc[i][v]
+              .store_unaligned(c + i * ldc + v * W);
+      return;
+    }
     TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) {
       float* dst = c + i * ldc + v * W;
       B r = acc[i][v] * va;
@@ -98,13 +107,88 @@ inline constexpr int64_t kCTailSteps = 32;
 inline constexpr int64_t kPrefetchSteps = 16;
 inline constexpr int kLineFloats = 16;  // 64-byte lines
 
-// The one k loop behind both entry points below: A(i, p) at a[i a_rs + p a_cs], B row p at
-// b + p ldb. Always inlined, so the packed entry point gets its strides as constants and a loop
-// with nothing but two pointer bumps beyond the loads and FMAs.
-template <class Arch, int R, int NV>
-TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
-                                        const float* b, int64_t ldb, float* c, int64_t ldc,
-                                        int64_t nr, float alpha, float beta) {
+// How the k loop walks A: element (i, p) is at(i) at step p; step() moves to p + 1. Each
+// walker keeps the row addresses where the loop needs no register per row.
+
+// Fixed strides (packed panels, fused attention's P tile): the row offsets are displacements.
+template <int64_t RS, int64_t CS>
+struct AFixed {
+  const float* a;
+  TESSERA_ALWAYS_INLINE float at(int i) const { return a[i * RS]; }
+  TESSERA_ALWAYS_INLINE const float* ahead(int64_t steps) const { return a + steps * CS; }
+  TESSERA_ALWAYS_INLINE void step() { a += CS; }
+};
+
+// A transposed in place: a row of the tile is a contiguous run (displacements), the k step a
+// runtime stride.
+struct AColumns {
+  const float* a;
+  int64_t cs;
+  TESSERA_ALWAYS_INLINE float at(int i) const { return a[i]; }
+  TESSERA_ALWAYS_INLINE const float* ahead(int64_t steps) const { return a + steps * cs; }
+  TESSERA_ALWAYS_INLINE void step() { a += cs; }
+};
+
+// A row-major in place (lda a runtime value). Held as 14 row pointers (or 14 offsets) the rows
+// did not fit the general registers beside the loop's own, and every k step reloaded 8 of them
+// from the stack. Here two base pointers, rows 0 and 7, and three strides r, 3r, 5r (bytes) give
+// every row of 14 as base + stride x {1, 2, 4}, which x86 addressing folds into the load:
+// 5 registers whatever R. (64^3 with A in place: the loop had 8 stack loads per k step.)
+template <int R>
+struct ARows {
+  static_assert(R <= 14, "rows 0..13: bases 0 and 7, offsets up to 6 rows");
+  const char* p0;
+  const char* p7;  // row 7 (row 0 for shorter tiles: no pointer past A)
+  int64_t r, r3, r5;
+  ARows(const float* a, int64_t lda)
+      : p0(reinterpret_cast<const char*>(a)),
+        p7(reinterpret_cast<const char*>(R > 7 ? a + 7 * lda : a)),
+        r(lda * int64_t(sizeof(float))),
+        r3(3 * r),
+        r5(5 * r) {}
+  TESSERA_ALWAYS_INLINE float at(int i) const {
+    const char* base = i < 7 ? p0 : p7;
+    const char* row = nullptr;
+    switch (i % 7) {
+      case 0:
+        row = base;
+        break;
+      case 1:
+        row = base + r;
+        break;
+      case 2:
+        row = base + 2 * r;
+        break;
+      case 3:
+        row = base + r3;
+        break;
+      case 4:
+        row = base + 4 * r;
+        break;
+      case 5:
+        row = base + r5;
+        break;
+      default:
+        row = base + 2 * r3;
+        break;
+    }
+    return *reinterpret_cast<const float*>(row);
+  }
+  TESSERA_ALWAYS_INLINE const float* ahead(int64_t steps) const {
+    return reinterpret_cast<const float*>(p0) + steps;
+  }
+  TESSERA_ALWAYS_INLINE void step() {
+    p0 += sizeof(float);
+    p7 += sizeof(float);
+  }
+};
+
+// The one k loop behind every entry point below, over any A walker; B row p at b + p ldb.
+// Always inlined, so the packed entry point gets its strides as constants and a loop with
+// nothing but two pointer bumps beyond the loads and FMAs.
+template <class Arch, int R, int NV, class AWalk>
+TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int64_t ldb, float* c,
+                                        int64_t ldc, int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
   constexpr int kBLines = (NV * W + kLineFloats - 1) / kLineFloats;
@@ -113,16 +197,16 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, const float* a, int64_t a_rs
   TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
       B(0.0f);
   const auto steps = [&](int64_t count) __attribute__((always_inline)) {
-    for (int64_t p = 0; p < count; ++p, a += a_cs, b += ldb) {
+    for (int64_t p = 0; p < count; ++p, a.step(), b += ldb) {
       B bv[NV];
       // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the
       // caller moved to a less aligned address correct.
       TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
       TESSERA_UNROLL for (int line = 0; line < kBLines; ++line)
           __builtin_prefetch(b + kPrefetchSteps * ldb + line * kLineFloats, 0, 3);
-      __builtin_prefetch(a + kPrefetchSteps * a_cs, 0, 3);
+      __builtin_prefetch(a.ahead(kPrefetchSteps), 0, 3);
       TESSERA_UNROLL for (int i = 0; i < R; ++i) {
-        const B ai(a[i * a_rs]);
+        const B ai(a.at(i));
         TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
       }
     }
@@ -134,11 +218,15 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, const float* a, int64_t a_rs
   store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
 }
 
-// A read in place through strides (row-major: a_rs = lda, a_cs = 1; transposed: 1, lda).
+// A read in place through strides: row-major (a_cs = 1, a_rs = lda) or transposed (a_rs = 1,
+// a_cs = lda).
 template <class Arch, int R, int NV>
 void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
                   int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
-  ukernel_body<Arch, R, NV>(kc, a, a_rs, a_cs, b, ldb, c, ldc, nr, alpha, beta);
+  if (a_cs == 1)
+    ukernel_body<Arch, R, NV>(kc, ARows<R>(a, a_rs), b, ldb, c, ldc, nr, alpha, beta);
+  else
+    ukernel_body<Arch, R, NV>(kc, AColumns{a, a_cs}, b, ldb, c, ldc, nr, alpha, beta);
 }
 
 // A read in place with rows LDA floats apart (a constant: fused attention's P tile), B a packed
@@ -149,7 +237,7 @@ template <class Arch, int LDA, int R, int NV>
 void gemm_ukernel_rows_lda(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                            int64_t nr, float alpha, float beta) {
   constexpr int64_t NR = NV * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
-  ukernel_body<Arch, R, NV>(kc, a, LDA, 1, b, NR, c, ldc, nr, alpha, beta);
+  ukernel_body<Arch, R, NV>(kc, AFixed<LDA, 1>{a}, b, NR, c, ldc, nr, alpha, beta);
 }
 
 // Packed panels: a_rs = 1, a_cs = MR, ldb = NR, known at compile time.
@@ -157,7 +245,7 @@ template <class Arch, int MR, int R, int NV>
 void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                          int64_t nr, float alpha, float beta) {
   constexpr int64_t NR = NV * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
-  ukernel_body<Arch, R, NV>(kc, a, 1, MR, b, NR, c, ldc, nr, alpha, beta);
+  ukernel_body<Arch, R, NV>(kc, AFixed<1, MR>{a}, b, NR, c, ldc, nr, alpha, beta);
 }
 
 }  // namespace tessera::arch
