@@ -86,6 +86,17 @@ bool b_rows_aligned(const GemmProblem& p) {
   return !p.tb && reinterpret_cast<uintptr_t>(p.b) % 64 == 0 && p.ldb % 16 == 0;
 }
 
+// B not transposed, its k rows spanning at most 32 KB (the smallest L1d we target): a B panel
+// read in place then stays in L1 across the row tiles whatever its alignment and stride (a
+// contiguous span of at most the cache's size fills no set beyond its ways), and packing it
+// would cost more than its unaligned loads. 1 thread, 16-byte aligned B, against OpenBLAS
+// SkylakeX in the same process (medians of 41 x 200 calls): 32^3 0.78 -> 0.90x, 64^3 0.87 ->
+// 0.96x, 64 x 64 x 128 0.85 -> 0.96x. Past it, 128^3 (64 KB, rows 512 bytes apart: 1/8 of L1's
+// sets) ran 4% slower.
+bool b_span_fits_l1(const GemmProblem& p) {
+  return !p.tb && 4.0 * double(p.k) * double(p.ldb) <= 32768.0;
+}
+
 Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const int64_t MR = kt.mr, NR = kt.nr;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
@@ -94,8 +105,9 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
   // that straddles two lines costs two: 256^3 in place ran 8% slower from a 16-byte aligned B);
   // the others, and B^T, are packed a panel at a time by the task that uses them, so no
   // packing step of its own (a fork-join) comes before the products.
-  // With one row panel (few rows) a panel is used once: read in place, aligned or not.
-  const bool b_in_place = !p.tb && (b_rows_aligned(p) || p.m <= MR);
+  // With one row panel (few rows) a panel is used once: read in place, aligned or not; so is one
+  // whose rows fit L1 together (b_span_fits_l1).
+  const bool b_in_place = !p.tb && (b_rows_aligned(p) || b_span_fits_l1(p) || p.m <= MR);
   std::atomic<bool> oom{false};
   // Column panels split first: a task then packs only the panels it uses.
   for_grid(panels, ceil_div(p.m, MR), parallel,
@@ -287,18 +299,18 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     return Status::ok;
   }
   // Few rows: pack nothing of A (packing would cost as much as the product); B^T is then best
-  // read as dot products along k, B as rows in place. Small products run by one thread take the
-  // blocked path: with B packed into contiguous panels (A still read in place when it meets at
-  // most 4 panels) 64^3 and 128^3 measured 10-30% faster than with B read in place. Run by
-  // several, they skip the shared packing of B: its own fork-join would double the scheduling
-  // cost of a product that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240 without).
-  // Mid-size products (A and B within 4 MB, k > 128) whose B rows are 64-byte aligned read both
-  // operands in place too: no packing, no pack fork-join, one pass over C, the B rows' strides
-  // covered by the micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s
-  // blocked -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162,
-  // 240 -> 300; from a 16-byte aligned B in place ran ~10% slower than blocked, and with A and
-  // B beyond L2 (2048^3, 2 threads) 300 -> 170. Short k stays blocked (rows outer: C rows).
-  // Prepacked B always takes the blocked path, whose KC blocks its layout follows.
+  // read as dot products along k, B as rows in place. Small products run by one thread read B in
+  // place when its rows span at most L1 (b_span_fits_l1), else take the blocked path, whose one
+  // packing step for all of B beat packing it panel by panel (64^3: 2-3%). Run by several, they
+  // skip the shared packing of B: its own fork-join would double the scheduling cost of a product
+  // that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240 without). Mid-size products (A
+  // and B within 4 MB, k > 128) whose B rows are 64-byte aligned read both operands in place too:
+  // no packing, no pack fork-join, one pass over C, the B rows' strides covered by the
+  // micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s blocked -> in place:
+  // 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300; from a 16-byte
+  // aligned B in place ran ~10% slower than blocked, and with A and B beyond L2 (2048^3, 2 threads)
+  // 300 -> 170. Short k stays blocked (rows outer: C rows). Prepacked B always takes the blocked
+  // path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(kt, p, parallel);
   const bool few_rows = p.m <= 2 * kt.dot_rows;
   if (few_rows && p.tb && !p.ta) {
@@ -307,7 +319,7 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   }
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
-  if (few_rows || (small && parallel) || (mid && b_rows_aligned(p)))
+  if (few_rows || (small && (parallel || b_span_fits_l1(p))) || (mid && b_rows_aligned(p)))
     return gemm_unpacked_a(kt, p, parallel);
   if (mid && parallel) return gemm_column_split(kt, p);
   return gemm_blocked(kt, p, parallel);
