@@ -138,6 +138,9 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
 }
 
 // ---- the blocked path: pack A blocks and B blocks, micro-kernels over the packed panels --------
+// Blocks of at most this many B panels (NR columns each) read A in place (see gemm_blocked).
+constexpr int64_t kMaxPanelsWithAInPlace = 16;
+
 Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const int64_t MR = kt.mr, NR = kt.nr, KC = kt.kc, NC = kt.nc;
   // Row blocks: at most MC rows each, at least two per thread, their count a multiple of the
@@ -163,11 +166,13 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
   }
   std::atomic<bool> oom{false};
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  // Packing A costs about as much per element as the FMAs of 2-4 B panels: it pays only when
-  // the packed block is reused over enough panels. Measured here (AVX-512, 1 thread): for
-  // n = 64 (P V, two panels) reading A in place is 2x faster; for n >= 512 packing is as fast or
-  // faster (k = 64 score matrices: +15%).
-  const bool pack_a = ceil_div(std::min(NC, p.n), NR) > 4;
+  // Packing A pays only when the packed block is reused over enough B panels: the kernel reads
+  // A in place (rows lda apart) nearly as fast as a packed panel, so the copy has to be spread
+  // thin. Measured here (AVX-512, 1 thread, 16-byte aligned operands, GFLOP/s packed -> in
+  // place): 256^3 152 -> 159, 512^3 151 -> 156-161, 4096 x 512 x 64 149 -> 152, 2048 x 256 x
+  // 128 152 -> 159; past 16 panels packing is as fast or faster: 768^3 +1-3% in place,
+  // 1024^3 -1%, 512 x 2048 x 512 -1-10%, 2048^3 -2%.
+  const bool pack_a = ceil_div(std::min(NC, p.n), NR) > kMaxPanelsWithAInPlace;
   // BLIS's order (NR panels outside, MR panels inside) keeps a B micro-panel in L1 while the A
   // panels pass, but walks down C's rows: every tile lands on MR new pages and lines. With a
   // short k (at most 128) writing C dominates, and the MR panels go outside instead, so that
