@@ -25,4 +25,11 @@ inline xsimd::batch<float, Arch> scalef_above(xsimd::batch<float, Arch> p,
   return _mm512_maskz_scalef_ps(keep, p, n);
 }
 
+// min(hi, x) with NaN x kept: vminps returns its second operand when either is NaN.
+template <class Arch>
+inline xsimd::batch<float, Arch> min_keep_nan(float hi, xsimd::batch<float, Arch> x) {
+  static_assert(kHasScalef<Arch>);
+  return _mm512_min_ps(_mm512_set1_ps(hi), x);
+}
+
 }  // namespace tessera::arch::x86
