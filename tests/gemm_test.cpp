@@ -109,7 +109,10 @@ TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
                         {203, 256, 2 * KC + 3, Transpose::no_trans, 0},
                         {203, 256, 2 * KC + 3, Transpose::no_trans, 4},
                         {203, 300, 700, Transpose::trans, 4},
-                        {300, 1200, KC + 1, Transpose::no_trans, 4}};
+                        {300, 1200, KC + 1, Transpose::no_trans, 4},
+                        // few rows against B^T: the dot path's per-thread K ranges
+                        {1, 4096, 128, Transpose::trans, 4},
+                        {5, 4001, 130, Transpose::trans, 0}};
   for (const Case& c : cases) {
     const int64_t ldb = c.tb == Transpose::no_trans ? c.n : c.k;
     const auto a = tt::random_vec(size_t(c.m * c.k), 1);
