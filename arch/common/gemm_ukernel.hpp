@@ -147,32 +147,9 @@ struct ARows {
         r3(3 * r),
         r5(5 * r) {}
   TESSERA_ALWAYS_INLINE float at(int i) const {
-    const char* base = i < 7 ? p0 : p7;
-    const char* row = nullptr;
-    switch (i % 7) {
-      case 0:
-        row = base;
-        break;
-      case 1:
-        row = base + r;
-        break;
-      case 2:
-        row = base + 2 * r;
-        break;
-      case 3:
-        row = base + r3;
-        break;
-      case 4:
-        row = base + 4 * r;
-        break;
-      case 5:
-        row = base + r5;
-        break;
-      default:
-        row = base + 2 * r3;
-        break;
-    }
-    return *reinterpret_cast<const float*>(row);
+    // i is a constant once the row loop is unrolled: the table folds into one address.
+    const int64_t offset[7] = {0, r, 2 * r, r3, 4 * r, r5, 2 * r3};
+    return *reinterpret_cast<const float*>((i < 7 ? p0 : p7) + offset[i % 7]);
   }
   TESSERA_ALWAYS_INLINE const float* ahead(int64_t steps) const {
     return reinterpret_cast<const float*>(p0) + steps;
