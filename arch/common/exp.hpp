@@ -5,7 +5,8 @@
 //    n * kLn2Hi is exact for |n| <= 2^15 and r carries no cancellation error beyond kLn2Lo's;
 //  - e^r by a degree-6 minimax polynomial (Horner, FMA);
 //  - 2^n applied by an integer add to p's exponent field; for n = 128 (x up to 88.72) 2^n is
-//    not a float, so the result is formed as (p 2^127) 2.
+//    not a float, so the result is formed as (p 2^127) 2. On AVX-512 vscalefps does both, and
+//    the overflow to +inf.
 // Range: x > 88.7228394 (= log(FLT_MAX)) gives +inf; x <= -87.3365448 (= log(FLT_MIN)) gives
 // exactly 0 (results there would be subnormal); NaN gives NaN. No clamp and no NaN test (see
 // the body). Measured error: see the ULP table in tests/transcendental_test.cpp (<= 2 ulp
