@@ -131,32 +131,23 @@ struct AColumns {
 
 // A row-major in place (lda a runtime value). Held as 14 row pointers (or 14 offsets) the rows
 // did not fit the general registers beside the loop's own, and every k step reloaded 8 of them
-// from the stack. Here two base pointers, rows 0 and 7, and three strides r, 3r, 5r (bytes) give
-// every row of 14 as base + stride x {1, 2, 4}, which x86 addressing folds into the load:
-// 5 registers whatever R. (64^3 with A in place: the loop had 8 stack loads per k step.)
+// from the stack (64^3 with A in place: 8 stack loads per k step). Here two base pointers, rows
+// 0 and 7, step along k, and every row is one of them plus 0..6 lda: GCC keeps the six
+// multiples of lda in registers and folds each row address into its broadcast, 8 registers
+// whatever R.
 template <int R>
 struct ARows {
   static_assert(R <= 14, "rows 0..13: bases 0 and 7, offsets up to 6 rows");
-  const char* p0;
-  const char* p7;  // row 7 (row 0 for shorter tiles: no pointer past A)
-  int64_t r, r3, r5;
-  ARows(const float* a, int64_t lda)
-      : p0(reinterpret_cast<const char*>(a)),
-        p7(reinterpret_cast<const char*>(R > 7 ? a + 7 * lda : a)),
-        r(lda * int64_t(sizeof(float))),
-        r3(3 * r),
-        r5(5 * r) {}
-  TESSERA_ALWAYS_INLINE float at(int i) const {
-    // i is a constant once the row loop is unrolled: the table folds into one address.
-    const int64_t offset[7] = {0, r, 2 * r, r3, 4 * r, r5, 2 * r3};
-    return *reinterpret_cast<const float*>((i < 7 ? p0 : p7) + offset[i % 7]);
-  }
-  TESSERA_ALWAYS_INLINE const float* ahead(int64_t steps) const {
-    return reinterpret_cast<const float*>(p0) + steps;
-  }
+  const float* p0;
+  const float* p7;  // row 7 (row 0 for shorter tiles: no pointer past A)
+  int64_t lda;
+  ARows(const float* a, int64_t lda_) : p0(a), p7(R > 7 ? a + 7 * lda_ : a), lda(lda_) {}
+  // i is a constant once the row loop is unrolled.
+  TESSERA_ALWAYS_INLINE float at(int i) const { return (i < 7 ? p0 : p7)[(i % 7) * lda]; }
+  TESSERA_ALWAYS_INLINE const float* ahead(int64_t steps) const { return p0 + steps; }
   TESSERA_ALWAYS_INLINE void step() {
-    p0 += sizeof(float);
-    p7 += sizeof(float);
+    ++p0;
+    ++p7;
   }
 };
 
