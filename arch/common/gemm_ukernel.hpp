@@ -143,7 +143,7 @@ struct ARows {
   int64_t lda;
   ARows(const float* a, int64_t lda_) : p0(a), p7(R > 7 ? a + 7 * lda_ : a), lda(lda_) {}
   // i is a constant once the row loop is unrolled.
-  TESSERA_ALWAYS_INLINE float at(int i) const { return (i < 7 ? p0 : p7)[(i % 7) * lda]; }
+  TESSERA_ALWAYS_INLINE float at(int i) const { return i < 7 ? p0[i * lda] : p7[(i - 7) * lda]; }
   TESSERA_ALWAYS_INLINE const float* ahead(int64_t steps) const { return p0 + steps; }
   TESSERA_ALWAYS_INLINE void step() {
     ++p0;
