@@ -48,8 +48,10 @@ struct GemmKernels {
 struct SoftmaxKernels {
   void (*exp)(int64_t n, const float* x, float* y);
   void (*exp_nonpositive)(int64_t n, const float* x, float* y);  // x <= 0 (softmax's x - max)
+  // exp(scale x - shift): the form the softmax kernels and fused attention run (ShiftedExp).
+  void (*exp_shifted)(int64_t n, const float* x, float scale, float shift, float* y);
   void (*tanh)(int64_t n, const float* x, float* y);
-  void (*stats_online)(int64_t n, const float* x, float scale, float* max, float* sum);
+  void (*stats_stream)(int64_t n, const float* x, float scale, float* max, float* sum);
   void (*stats_rows)(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale, float* max,
                      float* sum);
   void (*softmax_rows_cached)(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,

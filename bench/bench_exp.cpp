@@ -41,6 +41,12 @@ void register_exp() {
     // The variant softmax and attention run (x - max <= 0).
     register_array(std::string("exp_nonpositive/tessera-") + isa, t->softmax.exp_nonpositive,
                    -80.0f, 0.0f);
+    // exp(x - 1) as the softmax and attention kernels compute it (ShiftedExp).
+    auto shifted = t->softmax.exp_shifted;
+    register_array(
+        std::string("exp_shifted/tessera-") + isa,
+        [shifted](int64_t n, const float* x, float* y) { shifted(n, x, 1.0f, 1.0f, y); }, -80.0f,
+        1.0f);
     register_array(std::string("tanh/tessera-") + isa, t->softmax.tanh);
   }
   register_array("exp/std::exp", [](int64_t n, const float* x, float* y) {

@@ -23,11 +23,10 @@ using arch::SoftmaxKernels;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Rows up to this many columns (64 KB) stay in L1/L2 between passes and are done whole: a max
-// pass, an exp pass (one exp per element, stored for softmax), a normalising pass. Measured on
-// AVX-512, 1 thread, this beats the one-read online statistics (1.25 exps per element) on such
-// rows (4096 columns: logsumexp 12.2 against 6.5 GB/s), since these rows are bound by exp
-// throughput, not memory. Longer rows go by chunks of kChunk columns (chunked_row).
+// Rows up to this many columns (64 KB) stay in L1/L2 between passes and are done whole:
+// softmax by a max pass, an exp pass (one exp per element, stored) and a normalising pass; the
+// statistics (logsumexp, log-softmax) by the one-read stream kernel, rows of up to 256 columns
+// in groups by two passes. Longer rows go by chunks of kChunk columns (chunked_row).
 constexpr int64_t kCachedCols = 16384;
 constexpr int64_t kChunk = 16384;
 // Softmax outputs from this size on are written with streaming stores (no read of y's lines
@@ -149,9 +148,8 @@ float chunked_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, 
   each_chunk([&](int64_t j, int64_t len, int64_t c) {
     Stats& s = part[size_t(c)];
     if (op != Op::softmax) {
-      // Statistics only: the one-read online pass (1.25 exps per element) measured ~10% faster
-      // here than max + exp passes, whose max pass waits on memory with no exps to overlap.
-      k.stats_online(len, x + j, scale, &s.max, &s.sum);
+      // Statistics only: the one-read stream kernel.
+      k.stats_stream(len, x + j, scale, &s.max, &s.sum);
       if (s.max == -kInf) s.sum = 0.0f;  // no mass: mergeable
       return;
     }

@@ -131,6 +131,61 @@ TEST(Transcendental, ExpNonpositiveWithinTwoUlpAndEqualToExp) {
   }
 }
 
+// exp(scale x - shift) as the softmax kernels and fused attention compute it. On AVX-512 that
+// is 2^t with t = x (scale log2 e) - shift log2 e rounded (arch/common/exp.hpp, ShiftedExp), so
+// the bound is 2 ulp plus what rounding the argument costs: 2^-24 relative per unit of |u|
+// (u = scale x - shift), of |scale x| (scale log2 e rounded) and of |shift| (shift log2 e
+// rounded), each once and a half for log2 e's own rounding. The natural-base form (fma, then exp)
+// meets it with the first term alone. Arguments up to 4 above 0 (attention's lazy rescale).
+TEST(Transcendental, ExpShiftedWithinTwoUlpPlusArgumentRounding) {
+  struct Case {
+    float scale, shift, lo, hi;  // x in [lo, hi]: u in about [-87.3, 4]
+  };
+  const Case cases[] = {
+      {1.0f, 0.0f, -87.3f, 4.0f}, {0.125f, 3.0f, -674.0f, 56.0f}, {1.7f, -20.0f, -63.1f, -9.4f}};
+  constexpr int64_t kN = 1 << 16;
+  std::printf("exp(scale x - shift) against its bound (2 ulp + argument rounding):\n");
+  for (auto* t : tables()) {
+    double worst = 0.0, worst_ulp = 0.0;
+    for (const Case& c : cases) {
+      std::vector<float> x(kN), y(kN);
+      for (int64_t chunk = 0; chunk < std::max<int64_t>(1, kPoints / 8 / kN); ++chunk) {
+        for (int64_t i = 0; i < kN; ++i)
+          x[size_t(i)] = c.lo + (c.hi - c.lo) * float(double(chunk * kN + i) /
+                                                      double(std::max<int64_t>(kN, kPoints / 8)));
+        t->softmax.exp_shifted(kN, x.data(), c.scale, c.shift, y.data());
+        for (int64_t i = 0; i < kN; ++i) {
+          const double xs = double(x[size_t(i)]) * c.scale, u = xs - c.shift, ref = std::exp(u);
+          if (ref < double(std::numeric_limits<float>::min())) continue;  // flushes: not measured
+          const double ulp = ulp_error(y[size_t(i)], ref);
+          const double rel = std::fabs(double(y[size_t(i)]) - ref) / ref;
+          const double bound = 2.0 * std::ldexp(1.0, -23) +
+                               std::ldexp(1.0, -24) * (std::fabs(u) + 1.5 * std::fabs(xs) +
+                                                       1.5 * std::fabs(double(c.shift)));
+          worst = std::max(worst, rel / bound);
+          worst_ulp = std::max(worst_ulp, ulp);
+          if (rel > bound) {
+            ADD_FAILURE() << t->name << " x " << x[size_t(i)] << " scale " << c.scale << " shift "
+                          << c.shift << ": " << y[size_t(i)] << " vs " << ref;
+            break;
+          }
+        }
+      }
+    }
+    std::printf("  %-7s max %.3f of the bound, %.1f ulp\n", t->name, worst, worst_ulp);
+  }
+  for (auto* t : tables()) {  // special arguments
+    const float x[] = {-tt::kInf, tt::kNaN, -1e30f, 0.0f, 1.0f};
+    float y[5];
+    t->softmax.exp_shifted(5, x, 1.0f, 1.0f, y);
+    EXPECT_EQ(y[0], 0.0f) << t->name;
+    EXPECT_TRUE(std::isnan(y[1])) << t->name;
+    EXPECT_EQ(y[2], 0.0f) << t->name;
+    EXPECT_NEAR(y[3], std::exp(-1.0f), 1e-7f) << t->name;
+    EXPECT_EQ(y[4], 1.0f) << t->name << ": at the max, exactly 1";
+  }
+}
+
 TEST(Transcendental, ExpSpecialValues) {
   const float inf = tt::kInf;
   const std::vector<float> x = {-inf,  -1e30f, -104.0f, -87.5f, -87.34f, 0.0f,

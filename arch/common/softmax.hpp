@@ -7,8 +7,8 @@
 //
 // Two ways to get (m, s) = (max_j scale x_j, sum_j exp(scale x_j - m)):
 //  - online (Milakov & Gimelshein 2018): one read. Each lane keeps a running max and a sum
-//    rescaled to it; blocks of kBlock vectors share one rescale, so the cost is 1 + 1/kBlock
-//    exps per vector. For rows that must come from memory.
+//    rescaled to it, the rescale paid only by blocks that raise a lane's max (so ~1 exp per
+//    vector). For rows that must come from memory (softmax_stats_stream).
 //  - two-pass: a max pass, then a sum-of-exp pass (1 exp per vector) that may also store the
 //    exps (softmax's exp-store variant, normalised by a third, multiply-only pass). For rows
 //    that stay in L1/L2 between passes, where re-reading costs less than the extra exps. Short
@@ -32,6 +32,14 @@ namespace softmax_detail {
 
 constexpr int kBlock = 4;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// How far a tile's max may rise above fused attention's running max before the running max
+// moves (lazy rescaling). Below it the tile's exps are taken against the old max: they may reach
+// e^4 ~ 55 instead of 1, which costs that factor of float's headroom in the sums and in O and
+// nothing in relative precision, and the row's O and l need no rescale. With the max moving by
+// any amount, O was rescaled for about half the rows of every second tile (3% of fused attention
+// at L = 512).
+constexpr float kRescaleSlack = 4.0f;
 
 // a - b where b = -inf would give NaN for a = -inf: an all -inf lane has no mass, so subtract 0.
 template <class B>
@@ -83,43 +91,74 @@ inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
   for (int64_t j = 0; j < len; ++j) y[j] = buf[j];
 }
 
-// Loads x[i, i + W) scaled, or the tail padded with -inf (no mass; scale > 0 keeps it -inf).
-template <class Arch>
-inline xsimd::batch<float, Arch> load_scaled(const float* x, int64_t i, int64_t n, float scale) {
-  using B = xsimd::batch<float, Arch>;
-  constexpr int64_t W = B::size;
-  return (i + W <= n ? B::load_unaligned(x + i) : load_tail<Arch>(x + i, n - i)) * B(scale);
-}
-
 }  // namespace softmax_detail
 
+// (max, sum) of one row in a single read, for rows that come from memory: Milakov &
+// Gimelshein's online normalizer, per lane. Each lane keeps a reference max and a sum relative
+// to it. The paper's form moves the reference at every step (with blocks of 4 vectors, 1.25
+// exps per element); here a block moves it only where it exceeds it by more than kRescaleSlack
+// (the lazy rescale of fused attention: terms up to e^4, which costs float's headroom that
+// factor and no precision), so after a row's first block the reference almost never moves
+// (uniform or Gaussian data: never), and the pass is one exp per element plus a max, a multiply
+// and a compare per vector, one stream of demand loads that the hardware prefetcher follows
+// while the exps compute. (Moving it whenever some lane's max rose made 4096-column rows 20%
+// slower: in the first 16 blocks nearly every block raises one of the 16 lanes.) The reported
+// max is the reference (the largest lane's): (max, sum) give the same lse. Sums in two levels
+// as exp_sum's.
+// How far ahead the stream kernel prefetches (to L2): the hardware prefetcher alone kept only
+// a third of the read rate under ~12 operations per line (4096 x 4096 logsumexp, 1 thread: 8
+// GB/s against 17-24 for a bare read), as it tracks demand loads that the exps hold back; 8 KB
+// ahead, across page boundaries where it stops, a synthetic read with 12 FMAs per line went
+// from 9 to 22 GB/s (1 KB ahead: 11; 2 KB: 13). Prefetches past the row's end are harmless (no
+// fault) and, for consecutive rows, the next row's.
+constexpr int64_t kStreamAhead = 2048;
+
 template <class Arch>
-void softmax_stats_online(int64_t n, const float* x, float scale, float* out_max, float* out_sum) {
+void softmax_stats_stream(int64_t n, const float* x, float scale, float* out_max, float* out_sum) {
   using namespace softmax_detail;
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
-  B m(kNegInf), s(0.0f);
-  int64_t i = 0;
-  for (; i + kBlock * W <= n; i += kBlock * W) {
-    B v[kBlock];
-    for (int u = 0; u < kBlock; ++u) v[u] = B::load_unaligned(x + i + u * W) * B(scale);
-    B bmax = xsimd::max(xsimd::max(v[0], v[1]), xsimd::max(v[2], v[3]));
-    const B m_new = xsimd::max(m, bmax);
-    B e = exp_vec_nonpositive<Arch>(minus_max(v[0], m_new)) +
-          exp_vec_nonpositive<Arch>(minus_max(v[1], m_new));
-    e += exp_vec_nonpositive<Arch>(minus_max(v[2], m_new)) +
-         exp_vec_nonpositive<Arch>(minus_max(v[3], m_new));
-    s = xsimd::fma(s, exp_vec_nonpositive<Arch>(minus_max(m, m_new)), e);
+  constexpr int64_t kSumBlock = 512;
+  static_assert(kBlock == 4);
+  const ShiftedExp<Arch> ex(scale);
+  const B vs(scale);
+  // Per lane, in scaled units: the reference m, the threshold m + slack, the exps' offset (0
+  // while m = -inf, so that -inf entries give exp 0 rather than NaN).
+  B m(kNegInf), threshold(kNegInf), off(0.0f), s0(0.0f), s1(0.0f), total(0.0f);
+  auto raise = [&](B scaled_max) {
+    const auto up = scaled_max > threshold;
+    const B m_new = xsimd::select(up, scaled_max, m);
+    const B factor = xsimd::select(up, exp_vec_nonpositive<Arch>(m - m_new), B(1.0f));
+    s0 *= factor;
+    s1 *= factor;
+    total *= factor;
     m = m_new;
+    threshold = m + B(kRescaleSlack);
+    off = xsimd::select(m == B(kNegInf), B(0.0f), ex.offset(m));
+  };
+  int64_t i = 0;
+  while (i + kBlock * W <= n) {
+    const int64_t block_end = n - i > kSumBlock ? i + kSumBlock : n;
+    for (; i + kBlock * W <= block_end; i += kBlock * W) {
+      for (int64_t j = 0; j < kBlock * W; j += 16)  // one per 64-byte line
+        __builtin_prefetch(x + i + kStreamAhead + j, 0, 1);
+      const B v0 = B::load_unaligned(x + i), v1 = B::load_unaligned(x + i + W);
+      const B v2 = B::load_unaligned(x + i + 2 * W), v3 = B::load_unaligned(x + i + 3 * W);
+      const B bmax = xsimd::max(xsimd::max(v0, v1), xsimd::max(v2, v3)) * vs;
+      if (xsimd::any(bmax > threshold)) raise(bmax);
+      s0 += ex(v0, off) + ex(v1, off);
+      s1 += ex(v2, off) + ex(v3, off);
+    }
+    total += s0 + s1;
+    s0 = B(0.0f);
+    s1 = B(0.0f);
   }
   for (; i < n; i += W) {
-    const B v = load_scaled<Arch>(x, i, n, scale);
-    const B m_new = xsimd::max(m, v);
-    s = xsimd::fma(s, exp_vec_nonpositive<Arch>(minus_max(m, m_new)),
-                   exp_vec_nonpositive<Arch>(minus_max(v, m_new)));
-    m = m_new;
+    const B v = i + W <= n ? B::load_unaligned(x + i) : load_tail<Arch>(x + i, n - i);
+    if (xsimd::any(v * vs > threshold)) raise(v * vs);
+    total += ex(v, off);
   }
-  reduce_lanes<Arch>(m, s, out_max, out_sum);
+  reduce_lanes<Arch>(m, total, out_max, out_sum);
 }
 
 // max_j x_j (unscaled; NaN may or may not win, the sums catch it).
@@ -169,7 +208,7 @@ inline void prefetch_next(NextRow next, int64_t i, bool x_to_l1) {
 }
 
 // sum_j exp(scale x_j - shift), storing the terms in y when y is not null (y may equal x).
-// shift is the row's max, so every argument is <= 0 (up to one rounding): exp_vec_nonpositive.
+// shift is the row's max, so every argument is <= 0 (up to one rounding): ShiftedExp.
 template <class Arch>
 float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y, NextRow next) {
   using B = xsimd::batch<float, Arch>;
@@ -179,14 +218,15 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
   // 16K-column row otherwise put 2048 terms in each accumulator: 1.5e-6 relative).
   constexpr int64_t kSumBlock = 512;
   B s0(0.0f), s1(0.0f), total(0.0f);
-  const B vs(scale), vm(-shift);
+  const ShiftedExp<Arch> ex(scale);
+  const B off = ex.offset(B(shift));
   int64_t i = 0;
   while (i + 2 * W <= n) {
     const int64_t block_end = n - i > kSumBlock ? i + kSumBlock : n;
     for (; i + 2 * W <= block_end; i += 2 * W) {
       prefetch_next<2 * W>(next, i, n <= kL1Row);
-      const B e0 = exp_vec_nonpositive<Arch>(xsimd::fma(B::load_unaligned(x + i), vs, vm));
-      const B e1 = exp_vec_nonpositive<Arch>(xsimd::fma(B::load_unaligned(x + i + W), vs, vm));
+      const B e0 = ex(B::load_unaligned(x + i), off);
+      const B e1 = ex(B::load_unaligned(x + i + W), off);
       if (y) {
         e0.store_unaligned(y + i);
         e1.store_unaligned(y + i + W);
@@ -200,8 +240,7 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
   }
   for (; i < n; i += W) {
     const int64_t len = n - i < W ? n - i : W;
-    const B e =
-        exp_vec_nonpositive<Arch>(xsimd::fma(softmax_detail::load_tail<Arch>(x + i, len), vs, vm));
+    const B e = ex(softmax_detail::load_tail<Arch>(x + i, len), off);
     if (y) softmax_detail::store_tail<Arch>(e, y + i, len);
     total += e;
   }
@@ -249,13 +288,6 @@ void scale_stream(int64_t n, const float* src, float mul, float* y) {
 namespace softmax_detail {
 
 constexpr int64_t kShortCols = 256;
-// How far a tile's max may rise above fused attention's running max before the running max
-// moves (lazy rescaling). Below it the tile's exps are taken against the old max: they may reach
-// e^4 ~ 55 instead of 1, which costs that factor of float's headroom in the sums and in O and
-// nothing in relative precision, and the row's O and l need no rescale. With the max moving by
-// any amount, O was rescaled for about half the rows of every second tile (3% of fused attention
-// at L = 512).
-constexpr float kRescaleSlack = 4.0f;
 constexpr int kGroup = 4;
 
 // G rows' vectors as named values: GCC 12 keeps an array of batches in memory, and the exp
@@ -302,20 +334,20 @@ bool group_exp_pass(int64_t n, const float* x, int64_t ldx, float scale, const f
   if (tail)
     m.each([&](int g, B& v) { v = xsimd::max(v, load_tail<Arch>(x + g * ldx + body, tail)); });
   bool finite = true;
-  Rows<B, G> shift = m;
+  const ShiftedExp<Arch> ex(scale);
+  Rows<B, G> shift = m;  // each row's offset(max)
   shift.each([&](int g, B& v) {
     out_max[g] = max_across<Arch>(v) * scale;
     // (A NaN row max stays NaN: the comparison is false for it.)
     if (floor && floor[g] + kRescaleSlack >= out_max[g]) out_max[g] = floor[g];
     finite &= out_max[g] > kNegInf && out_max[g] < -kNegInf;
-    v = B(-out_max[g]);
+    v = ex.offset(B(out_max[g]));
   });
   if (!finite) return false;
-  const B vs(scale);
   Rows<B, G> s;
   s.each([&](int, B& v) { v = B(0.0f); });
   auto exp_step = [&](int64_t i, B xv, int g, B& sum) {
-    const B e = exp_vec_nonpositive<Arch>(xsimd::fma(xv, vs, shift.at(g)));
+    const B e = ex(xv, shift.at(g));
     if (y) {
       if (i < body)
         e.store_unaligned(y + g * ldy + i);
@@ -447,8 +479,9 @@ void softmax_rows_cached(int64_t rows, int64_t n, const float* x, int64_t ldx, f
                    });
 }
 
-// (max, sum) of rows that stay in cache, rows ldx apart: short rows in groups, the others in two
-// passes each (max, then the sum of exps: one exp per element) with the next row prefetched.
+// (max, sum) of rows ldx apart: short rows in groups (two passes, four rows at a time), the
+// others one at a time by the stream kernel (one read; the max pass of the two-pass form waited
+// on memory with no exps to overlap: 4096 x 4096 logsumexp, 1 thread, 9 -> 21 GB/s).
 template <class Arch>
 void softmax_stats_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
                         float* out_max, float* out_sum) {
@@ -458,15 +491,8 @@ void softmax_stats_rows(int64_t rows, int64_t n, const float* x, int64_t ldx, fl
                      [](int64_t, int64_t) {});
     return;
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * ldx;
-    const float m = row_max<Arch>(n, xr) * scale;
-    out_max[r] = m;
-    out_sum[r] = m > kNegInf && m < -kNegInf
-                     ? exp_sum_next<Arch>(n, xr, scale, m, nullptr,
-                                          NextRow{r + 1 < rows ? xr + ldx : nullptr, nullptr})
-                     : std::numeric_limits<float>::quiet_NaN();
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    softmax_stats_stream<Arch>(n, x + r * ldx, scale, out_max + r, out_sum + r);
 }
 
 // Fused attention's softmax step on a score tile S (rows x n, rows lds apart; meant for tiles

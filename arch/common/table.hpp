@@ -68,8 +68,9 @@ KernelTable make_table(const char* name) {
   SoftmaxKernels& sm = t.softmax;
   sm.exp = &exp_array<Arch>;
   sm.exp_nonpositive = &exp_nonpositive_array<Arch>;
+  sm.exp_shifted = &exp_shifted_array<Arch>;
   sm.tanh = &tanh_array<Arch>;
-  sm.stats_online = &softmax_stats_online<Arch>;
+  sm.stats_stream = &softmax_stats_stream<Arch>;
   sm.stats_rows = &softmax_stats_rows<Arch>;
   sm.softmax_rows_cached = &softmax_rows_cached<Arch>;
   sm.attention_rows = &attention_tile_rows<Arch>;
