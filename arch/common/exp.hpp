@@ -140,7 +140,9 @@ inline xsimd::batch<float, Arch> exp_vec_nonpositive(xsimd::batch<float, Arch> x
 // an error of |shift| 2^-24 common to every exp of the row, which softmax's normalisation
 // cancels and which moves a logsumexp (~ shift) by 2^-24 of itself. exp_vec's 2 ulp bound is for
 // exp of a float x; these exps are of a rounded scale x - shift either way.
-template <class Arch>
+// Degree: x86::exp2_reduce's polynomial on AVX-512 (5 for sums that need no more than ~1 ulp
+// per term, see there); other ISAs ignore it.
+template <class Arch, int Degree = 6>
 struct ShiftedExp {
   using B = xsimd::batch<float, Arch>;
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
@@ -159,7 +161,7 @@ struct ShiftedExp {
   // exp(scale x - shift), offset = offset(shift).
   B operator()(B x, B offset) const {
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-    if constexpr (kBase2) return x86::exp2_reduce<Arch>(xsimd::fma(x, mul, offset));
+    if constexpr (kBase2) return x86::exp2_reduce<Arch, Degree>(xsimd::fma(x, mul, offset));
 #endif
     return exp_vec_nonpositive<Arch>(xsimd::fma(x, mul, offset));
   }

@@ -120,20 +120,21 @@ void softmax_stats_stream(int64_t n, const float* x, float scale, float* out_max
   constexpr int64_t W = B::size;
   constexpr int64_t kSumBlock = 512;
   static_assert(kBlock == 4);
-  const ShiftedExp<Arch> ex(scale);
+  const ShiftedExp<Arch, 5> ex(scale);
   const B vs(scale);
-  // Per lane, in scaled units: the reference m, the threshold m + slack, the exps' offset (0
-  // while m = -inf, so that -inf entries give exp 0 rather than NaN).
+  // Per lane: the reference m (scaled units), the threshold (m + slack) / scale in x's units
+  // (inf when that overflows: then no float x exceeds it, and a +inf x shows as an inf sum), the
+  // exps' offset (0 while m = -inf, so that -inf entries give exp 0 rather than NaN).
   B m(kNegInf), threshold(kNegInf), off(0.0f), s0(0.0f), s1(0.0f), total(0.0f);
-  auto raise = [&](B scaled_max) {
-    const auto up = scaled_max > threshold;
-    const B m_new = xsimd::select(up, scaled_max, m);
+  auto raise = [&](B xmax) {
+    const auto up = xmax > threshold;
+    const B m_new = xsimd::select(up, xmax * vs, m);
     const B factor = xsimd::select(up, exp_vec_nonpositive<Arch>(m - m_new), B(1.0f));
     s0 *= factor;
     s1 *= factor;
     total *= factor;
     m = m_new;
-    threshold = m + B(kRescaleSlack);
+    threshold = (m + B(kRescaleSlack)) / vs;
     off = xsimd::select(m == B(kNegInf), B(0.0f), ex.offset(m));
   };
   int64_t i = 0;
@@ -144,7 +145,7 @@ void softmax_stats_stream(int64_t n, const float* x, float scale, float* out_max
         __builtin_prefetch(x + i + kStreamAhead + j, 0, 1);
       const B v0 = B::load_unaligned(x + i), v1 = B::load_unaligned(x + i + W);
       const B v2 = B::load_unaligned(x + i + 2 * W), v3 = B::load_unaligned(x + i + 3 * W);
-      const B bmax = xsimd::max(xsimd::max(v0, v1), xsimd::max(v2, v3)) * vs;
+      const B bmax = xsimd::max(xsimd::max(v0, v1), xsimd::max(v2, v3));
       if (xsimd::any(bmax > threshold)) raise(bmax);
       s0 += ex(v0, off) + ex(v1, off);
       s1 += ex(v2, off) + ex(v3, off);
@@ -155,7 +156,7 @@ void softmax_stats_stream(int64_t n, const float* x, float scale, float* out_max
   }
   for (; i < n; i += W) {
     const B v = i + W <= n ? B::load_unaligned(x + i) : load_tail<Arch>(x + i, n - i);
-    if (xsimd::any(v * vs > threshold)) raise(v * vs);
+    if (xsimd::any(v > threshold)) raise(v);
     total += ex(v, off);
   }
   reduce_lanes<Arch>(m, total, out_max, out_sum);

@@ -33,22 +33,33 @@ inline xsimd::batch<float, Arch> min_keep_nan(float hi, xsimd::batch<float, Arch
 }
 
 // 2^t for any t, AVX-512: t = floor(t) + f with f = t - floor(t) in [0, 1) by vreduceps (exact;
-// 0 for t = +-inf), 2^f by a degree-6 polynomial, and 2^floor(t) applied by vscalefps, which
-// also overflows to +inf, underflows to subnormals and 0, and takes t = -inf to exactly 0 and
-// NaN through. No range reduction by ln 2 and no overflow selects: 9 operations.
-// The polynomial is the minimax fit of 2^f on [0, 1] for the relative error (Remez exchange,
-// 1.86e-9; c0 rounds to exactly 1, so 2^0 = 1), Horner.
-template <class Arch>
+// 0 for t = +-inf), 2^f by a polynomial, and 2^floor(t) applied by vscalefps, which also
+// overflows to +inf, underflows to subnormals and 0, and takes t = -inf to exactly 0 and NaN
+// through. No range reduction by ln 2 and no overflow selects: 3 operations and the polynomial.
+// Polynomials: minimax fits of 2^f on [0, 1] for the relative error (Remez exchange), Horner.
+// Degree 6: 1.86e-9 (c0 rounds to exactly 1, so 2^0 = 1). Degree 5: 7.5e-8 (~1 ulp; c0 is 1 -
+// 2^-24), for sums whose terms need no more (logsumexp).
+template <class Arch, int Degree = 6>
 inline xsimd::batch<float, Arch> exp2_reduce(xsimd::batch<float, Arch> t) {
-  static_assert(kHasScalef<Arch>);
+  static_assert(kHasScalef<Arch> && (Degree == 5 || Degree == 6));
   const __m512 f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512 p = _mm512_set1_ps(2.1702256345e-4f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.2439687271e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6788406372e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5483341217e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022983015e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314700365e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  __m512 p;
+  if constexpr (Degree == 6) {
+    p = _mm512_set1_ps(2.1702256345e-4f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.2439687271e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6788406372e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5483341217e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022983015e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314700365e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  } else {
+    p = _mm512_set1_ps(1.8775766948e-3f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.9893396944e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5826317519e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4015361071e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9315308332e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.9999994040e-1f));
+  }
   return _mm512_scalef_ps(p, t);
 }
 
