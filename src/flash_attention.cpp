@@ -198,6 +198,26 @@ void prefetch_row(const float* p, int64_t n) {
   __builtin_prefetch(p + n - 1, 0, 2);
 }
 
+// The rows [0, count) of a K or V tile (len floats, ld apart), prefetched in even shares over
+// `steps` calls of step(): one share after each micro-kernel call of a product, so the requests
+// trickle out while the FMAs run. (Issued in one burst per row of the softmax loop, they had
+// stalled on full fill buffers: 2-3% of fused attention at L = 4096, d = 128.)
+struct SpreadPrefetch {
+  const float* base = nullptr;
+  int64_t ld = 0, len = 0, count = 0, share = 0, next = 0;
+
+  SpreadPrefetch() = default;
+  SpreadPrefetch(const float* b, int64_t ld_, int64_t len_, int64_t count_, int64_t steps)
+      : base(b), ld(ld_), len(len_), count(count_), share((count_ + steps - 1) / steps) {}
+  void step() {
+    for (const int64_t e = std::min(count, next + share); next < e; ++next)
+      prefetch_row(base + next * ld, len);
+  }
+  void finish() {
+    for (; next < count; ++next) prefetch_row(base + next * ld, len);
+  }
+};
+
 // The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
 void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
               int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v, TileState& st) {
@@ -254,6 +274,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       }
     } else {
       gk.pack_b(true, D, n, ktile, d.k_stride[2], st.kp);
+      // This tile's V rows, fetched into L2 while S is computed (P V reads them next).
+      SpreadPrefetch v_ahead(vbase + j0 * d.v_stride[2], d.v_stride[2], Dv, n,
+                             ceil_div(n, NR) * ceil_div(rows, MR));
       for (int64_t q = 0; q * NR < n; ++q) {
         const int64_t nr = std::min(NR, n - q * NR);
         for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
@@ -261,28 +284,18 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
           if (q * NR >= extent[2 * t + 1] || q * NR + nr <= extent[2 * t]) continue;
           gk.packed[std::min(MR, rows - ir)](D, st.qp + ir * D, st.kp + q * NR * D,
                                              st.s + ir * kBK + q * NR, kBK, nr, g.scale, 0.0f);
+          v_ahead.step();
         }
       }
+      v_ahead.finish();
     }
     if (g.elementwise || !whole) mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, st.s, kBK);
 
-    // The next tile's K and V rows, fetched into L2 while this tile's softmax and P V run
-    // (its K^T packing otherwise waited on them: ~6% of the time at L = 4096, d = 128).
-    // Only where the rows are many enough to spread the requests thinly (a few keys per row):
-    // a burst of 4096 line requests behind one decode row stalled it (and there the hardware
-    // prefetcher already follows the single stream of keys).
-    const int64_t next_n = std::min(kBK, std::min(hi, end) - (j0 + kBK));
-    const int64_t per_row = next_n > 0 && rows >= 32 ? (next_n + rows - 1) / rows : 0;
     // P = exp(S - m_new) for the rows whose new max is finite, in groups of rows (one row's
     // max-exp-sum chain alone leaves the FMA ports idle); the others (nothing visible yet, a
     // +inf or NaN score) row by row below.
     sk.attention_rows(rows, n, st.s, kBK, st.m, st.tile_m, st.tile_l);
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t key = j0 + kBK + r * per_row, e = std::min(key + per_row, j0 + kBK + next_n);
-           key < e; ++key) {
-        prefetch_row(kbase + key * d.k_stride[2], D);
-        prefetch_row(vbase + key * d.v_stride[2], Dv);
-      }
       float* srow = st.s + r * kBK;
       const float m_old = st.m[r];
       float m_new = st.tile_m[r], sum = st.tile_l[r];
@@ -312,7 +325,13 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     }
     // O += P V: P read in place (rows kBK apart, a constant of the kernel), V packed per tile
     // into NR-column panels (a copy of rows; contiguous loads that stay in L1 while every P
-    // panel passes).
+    // panel passes). Meanwhile the next tile's K rows are fetched into L2 (its K^T packing
+    // otherwise waited on them: ~6% of the time at L = 4096, d = 128).
+    const int64_t next_n = std::min(kBK, std::min(hi, end) - (j0 + kBK));
+    SpreadPrefetch k_ahead;
+    if (next_n > 0)
+      k_ahead = SpreadPrefetch(kbase + (j0 + kBK) * d.k_stride[2], d.k_stride[2], D, next_n,
+                               ceil_div(Dv, NR) * ceil_div(rows, MR));
     for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
       const int64_t nr = std::min(NR, Dv - c0);
       gk.pack_b(false, n, nr, vbase + j0 * d.v_stride[2] + c0, d.v_stride[2], st.vp);
@@ -322,8 +341,10 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         if (k1 <= k0) continue;
         gk.rows_bk[std::min(MR, rows - ir)](k1 - k0, st.s + ir * kBK + k0, st.vp + k0 * NR,
                                             st.o + ir * Dv + c0, Dv, nr, 1.0f, 1.0f);
+        k_ahead.step();
       }
     }
+    k_ahead.finish();
   }
 }
 
