@@ -64,8 +64,15 @@ void gemm_dot_nt_row(int64_t k, const float* a, int64_t /*lda*/, const float* b,
   int64_t p = 0;
   for (; p + W <= k; p += W) {
     const B av = B::load_unaligned(a + p);
+    // The same line of the next W rows (the next call's), into L1: W rows ldb apart are W
+    // streams of k / W lines each, too short for the hardware prefetcher to pick up before they
+    // end (1 x 4096 x 128, B hot in L2/L3, 10 interleaved runs: 1 thread 20.9 -> 25.2 GFLOP/s,
+    // 2 threads 49.8 -> 55.6; two calls ahead no better).
 #pragma GCC unroll 16
-    for (int j = 0; j < W; ++j) acc[j] = xsimd::fma(av, B::load_unaligned(b + j * ldb + p), acc[j]);
+    for (int j = 0; j < W; ++j) {
+      __builtin_prefetch(b + (j + W) * ldb + p, 0, 3);
+      acc[j] = xsimd::fma(av, B::load_unaligned(b + j * ldb + p), acc[j]);
+    }
   }
   B sum = lanes::transpose_sum<Arch>(acc);
   if (p < k) {
