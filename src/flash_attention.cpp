@@ -162,6 +162,12 @@ void panel_extent(const tessera_attention_desc& d, int64_t valid, int64_t i0, in
   k1 = std::clamp(hi - j0, k0, n);
 }
 
+// Asks for the lines of n floats at p to be brought into L2.
+void prefetch_row(const float* p, int64_t n) {
+  for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, 2);
+  __builtin_prefetch(p + n - 1, 0, 2);
+}
+
 // O += P V for few rows (decode): V is read once per task, so it is read in place rather than
 // copied; in blocks of kPvKeys keys, every column panel per block, so that a block of V rows
 // (32 KB at d = 128) comes from memory once and the other panels find it in L1. (Panel by panel
@@ -177,8 +183,14 @@ void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, i
     for (int64_t kb = k0; kb < k1; kb += kPvKeys) {
       const int64_t len = std::min(kPvKeys, k1 - kb);
       const float* p = st.s + ir * kBK + kb;
-      for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
+      // The next block's V rows, a share per column panel (prefetch_row asks for lines in L2).
+      const int64_t panels = ceil_div(Dv, NR), share = ceil_div(kPvKeys, panels);
+      for (int64_t c0 = 0, pi = 0; c0 < Dv; c0 += NR, ++pi) {
         const int64_t nr = std::min(NR, Dv - c0);
+        for (int64_t key = kb + kPvKeys + pi * share,
+                     e = std::min(k1 + kPvKeys, kb + kPvKeys + (pi + 1) * share);
+             key < e; ++key)
+          prefetch_row(vtile + key * ldv, Dv);
         float* o_panel = st.o + ir * Dv + c0;
         const float* vsrc = vtile + kb * ldv + c0;
         if (nr < NR) {
@@ -190,12 +202,6 @@ void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, i
       }
     }
   }
-}
-
-// Asks for the lines of n floats at p to be brought into L2.
-void prefetch_row(const float* p, int64_t n) {
-  for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, 2);
-  __builtin_prefetch(p + n - 1, 0, 2);
 }
 
 // The rows [0, count) of a K or V tile (len floats, ld apart), prefetched in even shares over
