@@ -251,6 +251,12 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   // Per Q panel key extents of the current tile; grows once per thread, then reused.
   thread_local std::vector<int64_t> extent;
   extent.resize(size_t(2 * ((rows + MR - 1) / MR)));
+  // Per Q panel: whether its O rows hold anything yet. The first P V product of a panel stores
+  // (beta = 0) instead of adding to zeros, so O is neither cleared nor read for it (a panel no
+  // tile reaches is never read either: its rows finish with l = 0). L = 256, 1 thread: the
+  // memset and the first product's loads of O were ~2% of the call.
+  thread_local std::vector<uint8_t> o_live;
+  o_live.assign(size_t((rows + MR - 1) / MR), 0);
   for (int64_t j0 = lo; j0 < hi; j0 += kBK) {
     const int64_t n = std::min(kBK, end - j0);
     // A tile every row sees whole needs no per-element pass and no extents. Otherwise (a
@@ -346,11 +352,13 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
         if (k1 <= k0) continue;
         gk.rows_bk[std::min(MR, rows - ir)](k1 - k0, st.s + ir * kBK + k0, st.vp + k0 * NR,
-                                            st.o + ir * Dv + c0, Dv, nr, 1.0f, 1.0f);
+                                            st.o + ir * Dv + c0, Dv, nr, 1.0f,
+                                            o_live[size_t(t)] ? 1.0f : 0.0f);
         k_ahead.step();
       }
     }
     k_ahead.finish();
+    for (size_t t = 0; t < o_live.size(); ++t) o_live[t] |= extent[2 * t + 1] > extent[2 * t];
   }
 }
 
@@ -379,7 +387,9 @@ bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, in
     p += sizes[i];
   }
   for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0.0f;
-  std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
+  // The packed path writes each Q panel's O with its first product (beta = 0, key_loop); the
+  // few-row path accumulates into zeros, and the decode merge reads every row's O.
+  if (few_rows(gk, rows)) std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
   return true;
 }
 
