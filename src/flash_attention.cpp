@@ -90,8 +90,10 @@ void visible_range(const tessera_attention_desc& d, int64_t valid, int64_t p, in
 
 // Per-task state for `rows` stacked query rows.
 struct TileState {
-  float* qg;       // rows x D, the stacked queries
-  float* qp;       // the same, packed once into MR-row panels (the S GEMM's A operand)
+  float* qg;              // rows x D, the stacked queries
+  float* qp;              // the same, packed once into MR-row panels (the S GEMM's A operand)
+  const float* q_direct;  // or null: the queries read in place, rows ldq apart (one K tile)
+  int64_t ldq;
   float* kp;       // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
   float* vp;       // a partial last V panel, zero-padded to NR columns
   float* s;        // rows x BK, scores then probabilities
@@ -294,8 +296,13 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
           // K panels no row of this Q panel can see are skipped (the mask pass writes -inf).
           if (q * NR >= extent[2 * t + 1] || q * NR + nr <= extent[2 * t]) continue;
-          gk.packed[std::min(MR, rows - ir)](D, st.qp + ir * D, st.kp + q * NR * D,
-                                             st.s + ir * kBK + q * NR, kBK, nr, g.scale, 0.0f);
+          if (st.q_direct)
+            gk.strided[std::min(MR, rows - ir)](D, st.q_direct + ir * st.ldq, st.ldq, 1,
+                                                st.kp + q * NR * D, NR, st.s + ir * kBK + q * NR,
+                                                kBK, nr, g.scale, 0.0f);
+          else
+            gk.packed[std::min(MR, rows - ir)](D, st.qp + ir * D, st.kp + q * NR * D,
+                                               st.s + ir * kBK + q * NR, kBK, nr, g.scale, 0.0f);
           v_ahead.step();
         }
       }
@@ -409,8 +416,14 @@ void load_queries(const tessera_attention_desc& d, const Geometry& g, const floa
 void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arch::GemmKernels& gk,
                    const float* q, int64_t b, int64_t hk, int64_t i0, int64_t bq, TileState& st) {
   const int64_t rows = g.group * bq, D = d.head_dim;
+  st.q_direct = nullptr;
   if (few_rows(gk, rows)) {
     load_queries(d, g, q, b, hk, i0, bq, st.qg);
+  } else if (g.group == 1 && d.kv_len <= kBK) {
+    // One K tile: each Q panel meets the packed K^T once per K panel, and packing Q cost more
+    // than reading it in place (L = 256, d = 128, 1 thread: 3% of the call).
+    st.q_direct = q + b * d.q_stride[0] + hk * d.q_stride[1] + i0 * d.q_stride[2];
+    st.ldq = d.q_stride[2];
   } else if (g.group == 1 || bq % gk.mr == 0) {
     for (int64_t h = 0; h < g.group; ++h)
       gk.pack_a(false, bq, D,
