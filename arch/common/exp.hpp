@@ -132,17 +132,19 @@ inline xsimd::batch<float, Arch> exp_vec_nonpositive(xsimd::batch<float, Arch> x
 // exp(scale x - shift) for many x at one (scale, shift): the exps of softmax, logsumexp and
 // fused attention, whose arguments are <= ~0 (shift is the max, or attention's running max
 // up to kRescaleSlack below it). shift may differ per lane; it must be finite.
-// On AVX-512 in base 2: t = x (scale log2 e) - shift log2 e in one FMA, then 2^t by
-// x86::exp2_reduce (9 operations against 13 for exp_vec_nonpositive after its own FMA; 4096
-// exps in L1, 1 thread: 5.9 -> 8.4 G/s). The error is that of t's rounding, |t| 2^-24 ln 2
-// relative, the same as the rounding of the natural-base argument scale x - shift (|u| 2^-24
-// with u = t ln 2), plus the rounding of scale log2 e (the same order again) and of shift log2 e:
-// an error of |shift| 2^-24 common to every exp of the row, which softmax's normalisation
-// cancels and which moves a logsumexp (~ shift) by 2^-24 of itself. exp_vec's 2 ulp bound is for
-// exp of a float x; these exps are of a rounded scale x - shift either way.
+// On AVX-512 in base 2: u = scale x - shift (one FMA, as the natural form), t = u log2 e, then
+// 2^t by x86::exp2_reduce: 10 operations against 13 for exp_vec_nonpositive after the FMA (4096
+// exps in L1, 1 thread: 5.9 -> 8.4 G/s with the shift folded, below). The error is that of
+// u's rounding (|u| 2^-24 relative, as in the natural form), t's (the same again) and log2 e's
+// (half that): 2.5 |u| 2^-24 plus exp2_reduce's, all small near the max whatever the shift.
+// kFoldShift: t = x (scale log2 e) - shift log2 e in one FMA, one operation fewer; the rounding
+// of shift log2 e then makes an error of |shift| 2^-24 common to every exp taken against that
+// shift, wrong wherever exps against different shifts are combined (a long softmax row's
+// chunks, attention's tiles: 1.4e-6 relative in a 70001-column softmax row), harmless for a
+// logsumexp (it moves lse by 2^-24 of the shift, ~ of lse itself).
 // Degree: x86::exp2_reduce's polynomial on AVX-512 (5 for sums that need no more than ~1 ulp
-// per term, see there); other ISAs ignore it.
-template <class Arch, int Degree = 6>
+// per term, see there). Other ISAs ignore both: the natural form.
+template <class Arch, int Degree = 6, bool kFoldShift = false>
 struct ShiftedExp {
   using B = xsimd::batch<float, Arch>;
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
@@ -150,18 +152,21 @@ struct ShiftedExp {
 #else
   static constexpr bool kBase2 = false;
 #endif
+  static constexpr bool kFold = kBase2 && kFoldShift;
   static constexpr float kLog2e = 1.44269504088896341f;
   B mul;
 
-  explicit ShiftedExp(float scale) : mul(kBase2 ? scale * kLog2e : scale) {}
+  explicit ShiftedExp(float scale) : mul(kFold ? scale * kLog2e : scale) {}
 
   // The additive term that stands for a shift (per lane).
-  B offset(B shift) const { return kBase2 ? -(shift * B(kLog2e)) : -shift; }
+  B offset(B shift) const { return kFold ? -(shift * B(kLog2e)) : -shift; }
 
   // exp(scale x - shift), offset = offset(shift).
   B operator()(B x, B offset) const {
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-    if constexpr (kBase2) return x86::exp2_reduce<Arch, Degree>(xsimd::fma(x, mul, offset));
+    if constexpr (kFold) return x86::exp2_reduce<Arch, Degree>(xsimd::fma(x, mul, offset));
+    if constexpr (kBase2)
+      return x86::exp2_reduce<Arch, Degree>(xsimd::fma(x, mul, offset) * B(kLog2e));
 #endif
     return exp_vec_nonpositive<Arch>(xsimd::fma(x, mul, offset));
   }
