@@ -371,7 +371,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
 
 // Carves a task's state out of this thread's scratch; nullptr state on allocation failure.
 bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, int64_t rows,
-                TileState& st) {
+                bool merged, TileState& st) {
   const int64_t D = d.head_dim, Dv = d.value_dim, MR = gk.mr, NR = gk.nr;
   const int64_t panels_rows = (rows + MR - 1) / MR * MR;
   const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
@@ -394,9 +394,10 @@ bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, in
     p += sizes[i];
   }
   for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0.0f;
-  // The packed path writes each Q panel's O with its first product (beta = 0, key_loop); the
-  // few-row path accumulates into zeros, and the decode merge reads every row's O.
-  if (few_rows(gk, rows)) std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
+  // The packed path writes each Q panel's O with its first product (beta = 0, key_loop) and
+  // finish_rows reads only rows that saw a key; the few-row path accumulates into zeros, and
+  // the decode merge (`merged`) reads every row's O, seen or not (0 x garbage could be NaN).
+  if (merged || few_rows(gk, rows)) std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
   return true;
 }
 
@@ -493,7 +494,7 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
             const int64_t hk = (t / q_blocks) % d.kv_heads, b = t / (q_blocks * d.kv_heads);
             const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
             TileState st;
-            if (!make_state(d, kt.gemm, g.group * n, st)) {
+            if (!make_state(d, kt.gemm, g.group * n, false, st)) {
               oom = true;
               return;
             }
@@ -528,7 +529,7 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
             const int64_t unit = t / chunks, c = t % chunks;
             const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
             TileState st;
-            if (!make_state(d, kt.gemm, rows, st)) {
+            if (!make_state(d, kt.gemm, rows, true, st)) {
               oom = true;
               return;
             }
