@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "fmadd.hpp"
+
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
 #include "../x86/pow2_x86.hpp"
 #endif
@@ -50,21 +52,21 @@ inline ExpParts<Arch> exp_core(xsimd::batch<float, Arch> x) {
   // Adding 1.5 2^23 rounds x log2 e to an integer held in the sum's low mantissa bits.
   constexpr float kMagic = 12582912.0f;
 
-  const B n = xsimd::fma(x, B(kLog2e), B(kMagic)) - B(kMagic);
+  const B n = fmadd(x, B(kLog2e), B(kMagic)) - B(kMagic);
   // x - n ln2_hi (exact), then - n ln2_lo; negated constants rather than fnma, which xsimd
   // 8.1 builds on AVX-512 as a negation and an fma.
-  B r = xsimd::fma(n, B(-kLn2Hi), x);
-  r = xsimd::fma(n, B(-kLn2Lo), r);
+  B r = fmadd(n, B(-kLn2Hi), x);
+  r = fmadd(n, B(-kLn2Lo), r);
   // Degree 6, c0 = c1 = 1 fixed (so exp(0) = 1 exactly and results just below 1 keep their last
   // bit), c2..c6 minimax for the relative error on [-ln2/2, ln2/2] by a Remez exchange: 1.9e-9,
   // 1.05 ulp after float rounding (exhaustive over [kMinX, 88.3]). Pure Horner: 6 FMAs.
   B p = B(1.3836845756e-3f);
-  p = xsimd::fma(p, r, B(8.3748158067e-3f));
-  p = xsimd::fma(p, r, B(4.1668225080e-2f));
-  p = xsimd::fma(p, r, B(1.6666419804e-1f));
-  p = xsimd::fma(p, r, B(4.9999991059e-1f));
-  p = xsimd::fma(p, r, B(1.0f));
-  p = xsimd::fma(p, r, B(1.0f));
+  p = fmadd(p, r, B(8.3748158067e-3f));
+  p = fmadd(p, r, B(4.1668225080e-2f));
+  p = fmadd(p, r, B(1.6666419804e-1f));
+  p = fmadd(p, r, B(4.9999991059e-1f));
+  p = fmadd(p, r, B(1.0f));
+  p = fmadd(p, r, B(1.0f));
   return {p, n};
 }
 
@@ -164,11 +166,10 @@ struct ShiftedExp {
   // exp(scale x - shift), offset = offset(shift).
   B operator()(B x, B offset) const {
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-    if constexpr (kFold) return x86::exp2_reduce<Arch, Degree>(xsimd::fma(x, mul, offset));
-    if constexpr (kBase2)
-      return x86::exp2_reduce<Arch, Degree>(xsimd::fma(x, mul, offset) * B(kLog2e));
+    if constexpr (kFold) return x86::exp2_reduce<Arch, Degree>(fmadd(x, mul, offset));
+    if constexpr (kBase2) return x86::exp2_reduce<Arch, Degree>(fmadd(x, mul, offset) * B(kLog2e));
 #endif
-    return exp_vec_nonpositive<Arch>(xsimd::fma(x, mul, offset));
+    return exp_vec_nonpositive<Arch>(fmadd(x, mul, offset));
   }
 };
 
@@ -183,11 +184,11 @@ inline xsimd::batch<float, Arch> tanh_vec(xsimd::batch<float, Arch> x) {
   // Small: odd polynomial in x.
   const B z = x * x;
   B q = B(-5.70498872745e-3f);
-  q = xsimd::fma(q, z, B(2.06390887954e-2f));
-  q = xsimd::fma(q, z, B(-5.37397155531e-2f));
-  q = xsimd::fma(q, z, B(1.33314422036e-1f));
-  q = xsimd::fma(q, z, B(-3.33332819422e-1f));
-  const B small = xsimd::fma(q * z, ax, ax);
+  q = fmadd(q, z, B(2.06390887954e-2f));
+  q = fmadd(q, z, B(-5.37397155531e-2f));
+  q = fmadd(q, z, B(1.33314422036e-1f));
+  q = fmadd(q, z, B(-3.33332819422e-1f));
+  const B small = fmadd(q * z, ax, ax);
   // tanh is odd: computed on |x|, signed last (also keeps tanh(-0) = -0).
   const B y = xsimd::copysign(xsimd::select(ax < B(0.625f), small, big), x);
   return xsimd::select(xsimd::isnan(x), x, y);

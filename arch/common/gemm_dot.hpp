@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "fmadd.hpp"
 #include "lanes.hpp"
 
 namespace tessera::arch {
@@ -35,7 +36,7 @@ void gemm_dot_nt(int64_t k, const float* a, int64_t lda, const float* b, int64_t
     for (int i = 0; i < R; ++i) av[i] = B::load_unaligned(a + i * lda + p);
     for (int j = 0; j < NJ; ++j) bv[j] = B::load_unaligned(b + j * ldb + p);
     for (int i = 0; i < R; ++i)
-      for (int j = 0; j < NJ; ++j) acc[i][j] = xsimd::fma(av[i], bv[j], acc[i][j]);
+      for (int j = 0; j < NJ; ++j) acc[i][j] = fmadd(av[i], bv[j], acc[i][j]);
   }
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < NJ; ++j) {
@@ -71,7 +72,7 @@ void gemm_dot_nt_row(int64_t k, const float* a, int64_t /*lda*/, const float* b,
 #pragma GCC unroll 16
     for (int j = 0; j < W; ++j) {
       __builtin_prefetch(b + (j + W) * ldb + p, 0, 3);
-      acc[j] = xsimd::fma(av, B::load_unaligned(b + j * ldb + p), acc[j]);
+      acc[j] = fmadd(av, B::load_unaligned(b + j * ldb + p), acc[j]);
     }
   }
   B sum = lanes::transpose_sum<Arch>(acc);
@@ -83,7 +84,7 @@ void gemm_dot_nt_row(int64_t k, const float* a, int64_t /*lda*/, const float* b,
     sum = B::load_aligned(t);
   }
   B r = sum * B(alpha);
-  if (beta != 0.0f) r = xsimd::fma(B(beta), B::load_unaligned(c), r);
+  if (beta != 0.0f) r = fmadd(B(beta), B::load_unaligned(c), r);
   r.store_unaligned(c);
 }
 

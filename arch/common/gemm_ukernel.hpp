@@ -24,6 +24,8 @@
 
 #include <cstdint>
 
+#include "fmadd.hpp"
+
 namespace tessera::arch {
 
 #define TESSERA_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -53,7 +55,7 @@ TESSERA_ALWAYS_INLINE void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], f
     TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) {
       float* dst = c + i * ldc + v * W;
       B r = acc[i][v] * va;
-      if (beta != 0.0f) r = xsimd::fma(B(beta), B::load_unaligned(dst), r);
+      if (beta != 0.0f) r = fmadd(B(beta), B::load_unaligned(dst), r);
       r.store_unaligned(dst);
     }
     return;
@@ -175,7 +177,7 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int
       __builtin_prefetch(a.ahead(kPrefetchSteps), 0, 3);
       TESSERA_UNROLL for (int i = 0; i < R; ++i) {
         const B ai(a.at(i));
-        TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]);
+        TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
       }
     }
   };

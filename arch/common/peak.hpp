@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "fmadd.hpp"
+
 namespace tessera::arch {
 
 constexpr int kPeakAccumulators = 12;
@@ -22,7 +24,7 @@ float peak_fma_loop(int64_t iters) {
   // x * acc + y stays near 1 for any iteration count: no overflow, no denormals.
   const B x(0.999999f), y(0.000001f);
   for (int64_t i = 0; i < iters; ++i) {
-    for (int a = 0; a < kPeakAccumulators; ++a) acc[a] = xsimd::fma(acc[a], x, y);
+    for (int a = 0; a < kPeakAccumulators; ++a) acc[a] = fmadd(acc[a], x, y);
   }
   B sum = acc[0];
   for (int a = 1; a < kPeakAccumulators; ++a) sum += acc[a];

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "exp.hpp"
+#include "fmadd.hpp"
 #include "lanes.hpp"
 #include "stream.hpp"
 
@@ -93,18 +94,6 @@ inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
 
 }  // namespace softmax_detail
 
-// (max, sum) of one row in a single read, for rows that come from memory: Milakov &
-// Gimelshein's online normalizer, per lane. Each lane keeps a reference max and a sum relative
-// to it. The paper's form moves the reference at every step (with blocks of 4 vectors, 1.25
-// exps per element); here a block moves it only where it exceeds it by more than kRescaleSlack
-// (the lazy rescale of fused attention: terms up to e^4, which costs float's headroom that
-// factor and no precision), so after a row's first block the reference almost never moves
-// (uniform or Gaussian data: never), and the pass is one exp per element plus a max, a multiply
-// and a compare per vector, one stream of demand loads that the hardware prefetcher follows
-// while the exps compute. (Moving it whenever some lane's max rose made 4096-column rows 20%
-// slower: in the first 16 blocks nearly every block raises one of the 16 lanes.) The reported
-// max is the reference (the largest lane's): (max, sum) give the same lse. Sums in two levels
-// as exp_sum's.
 // How far ahead the stream kernel prefetches, into L1: the hardware prefetcher alone kept only
 // a third of the read rate under ~10 operations per line (4096 x 4096 logsumexp, 1 thread: 8
 // GB/s against 17-27 for a bare read), as it tracks demand loads that the exps hold back; 8 KB
@@ -115,6 +104,18 @@ inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
 // row's.
 constexpr int64_t kStreamAhead = 2048;
 
+// (max, sum) of one row in a single read, for rows that come from memory: Milakov &
+// Gimelshein's online normalizer, per lane. Each lane keeps a reference max and a sum relative
+// to it. The paper's form moves the reference at every step (with blocks of 4 vectors, 1.25
+// exps per element); here a block moves it only where it exceeds it by more than kRescaleSlack
+// (the lazy rescale of fused attention: terms up to e^4, which costs float's headroom that
+// factor and no precision), so after a row's first block the reference almost never moves
+// (uniform or Gaussian data: never), and the pass is one exp per element plus a max per vector
+// and a compare per block (against a threshold kept in x's units), one stream of loads, the
+// lines prefetched kStreamAhead ahead. (Moving it whenever some lane's max rose made 4096-column
+// rows 20% slower: in the first 16 blocks nearly every block raises one of the 16 lanes.) The
+// reported max is the reference (the largest lane's): (max, sum) give the same lse. Sums in two
+// levels as exp_sum's.
 template <class Arch>
 void softmax_stats_stream(int64_t n, const float* x, float scale, float* out_max, float* out_sum) {
   using namespace softmax_detail;
@@ -266,8 +267,7 @@ void affine(int64_t n, const float* x, float mul, float add, float* y) {
   constexpr int64_t W = B::size;
   const B vmul(mul), vadd(add);
   int64_t i = 0;
-  for (; i + W <= n; i += W)
-    xsimd::fma(B::load_unaligned(x + i), vmul, vadd).store_unaligned(y + i);
+  for (; i + W <= n; i += W) fmadd(B::load_unaligned(x + i), vmul, vadd).store_unaligned(y + i);
   for (; i < n; ++i) y[i] = x[i] * mul + add;
 }
 
