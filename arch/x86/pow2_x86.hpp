@@ -39,27 +39,24 @@ inline xsimd::batch<float, Arch> min_keep_nan(float hi, xsimd::batch<float, Arch
 // Polynomials: minimax fits of 2^f on [0, 1] for the relative error (Remez exchange), Horner.
 // Degree 6: 1.86e-9 (c0 rounds to exactly 1, so 2^0 = 1). Degree 5: 7.5e-8 (~1 ulp; c0 is 1 -
 // 2^-24), for sums whose terms need no more (logsumexp).
+// Coefficients from the highest degree down.
+inline constexpr float kExp2Degree6[] = {2.1702256345e-4f,
+                                         1.2439687271e-3f,
+                                         9.6788406372e-3f,
+                                         5.5483341217e-2f,
+                                         2.4022983015e-1f,
+                                         6.9314700365e-1f,
+                                         1.0f};
+inline constexpr float kExp2Degree5[] = {1.8775766948e-3f, 8.9893396944e-3f, 5.5826317519e-2f,
+                                         2.4015361071e-1f, 6.9315308332e-1f, 9.9999994040e-1f};
+
 template <class Arch, int Degree = 6>
 inline xsimd::batch<float, Arch> exp2_reduce(xsimd::batch<float, Arch> t) {
   static_assert(kHasScalef<Arch> && (Degree == 5 || Degree == 6));
+  const auto& c = Degree == 6 ? kExp2Degree6 : kExp2Degree5;
   const __m512 f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512 p;
-  if constexpr (Degree == 6) {
-    p = _mm512_set1_ps(2.1702256345e-4f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.2439687271e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6788406372e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5483341217e-2f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022983015e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314700365e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  } else {
-    p = _mm512_set1_ps(1.8775766948e-3f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.9893396944e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5826317519e-2f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4015361071e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9315308332e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.9999994040e-1f));
-  }
+  __m512 p = _mm512_set1_ps(c[0]);
+  for (int i = 1; i <= Degree; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c[i]));
   return _mm512_scalef_ps(p, t);
 }
 
