@@ -25,10 +25,10 @@
 #include <cstdint>
 
 #include "fmadd.hpp"
+#include "prefetch.hpp"
 
 namespace tessera::arch {
 
-#define TESSERA_ALWAYS_INLINE inline __attribute__((always_inline))
 // Loops that index the accumulator array must be fully unrolled, or the array cannot live in
 // registers (it is then kept on the stack and every k step loads and stores it).
 #define TESSERA_UNROLL _Pragma("GCC unroll 32")

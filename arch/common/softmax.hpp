@@ -25,6 +25,7 @@
 #include "exp.hpp"
 #include "fmadd.hpp"
 #include "lanes.hpp"
+#include "prefetch.hpp"
 #include "stream.hpp"
 
 namespace tessera::arch {
@@ -199,17 +200,55 @@ struct NextRow {
 inline constexpr int64_t kL1Row = 4096;
 
 template <int64_t kFloats>
-inline void prefetch_next(NextRow next, int64_t i, bool x_to_l1) {
-  for (int64_t j = 0; j < kFloats; j += 16) {  // one prefetch per 64-byte line
-    if (next.x) {
-      if (x_to_l1)
-        __builtin_prefetch(next.x + i + j, 0, 3);
-      else
-        __builtin_prefetch(next.x + i + j, 0, 2);
-    }
-    if (next.y) __builtin_prefetch(next.y + i + j, 1, 2);
+TESSERA_ALWAYS_INLINE void prefetch_next(NextRow next, int64_t i, bool x_to_l1) {
+  if (next.x) {
+    if (x_to_l1)
+      prefetch_lines<kFloats, 0, 3>(next.x + i);
+    else
+      prefetch_lines<kFloats, 0, 2>(next.x + i);
   }
+  if (next.y) prefetch_lines<kFloats, 1, 2>(next.y + i);
 }
+
+// y = src * mul with streaming stores (src in cache, y headed for memory), in steps: the
+// unaligned head and the tail store normally, the aligned body streams. softmax_rows_each runs
+// it for the previous row inside the current row's exp pass (two vectors per exp step), so the
+// stores drain to memory while the exps compute instead of after them: run as a pass of its
+// own, it left the core waiting on the write-combining buffers for a third of each row
+// (4096 x 4096, 2 threads: see softmax_rows_each).
+template <class Arch>
+class ScaleStream {
+  using B = xsimd::batch<float, Arch>;
+  static constexpr int64_t W = B::size;
+
+ public:
+  ScaleStream() = default;
+  ScaleStream(int64_t n, const float* src, float mul, float* y)
+      : n_(n), src_(src), y_(y), mul_(mul) {
+    const int64_t misaligned = int64_t(reinterpret_cast<uintptr_t>(y) / sizeof(float)) % W;
+    const int64_t head = misaligned == 0 ? 0 : (W - misaligned < n ? W - misaligned : n);
+    for (; j_ < head; ++j_) y_[j_] = src_[j_] * mul_;
+  }
+  bool active() const { return y_ != nullptr; }
+  // Up to two vectors.
+  void step() {
+    for (int v = 0; v < 2 && j_ + W <= n_; ++v, j_ += W)
+      store_stream<Arch>(B::load_unaligned(src_ + j_) * B(mul_), y_ + j_);
+  }
+  void finish() {
+    if (!y_) return;
+    for (; j_ + W <= n_; j_ += W)
+      store_stream<Arch>(B::load_unaligned(src_ + j_) * B(mul_), y_ + j_);
+    for (; j_ < n_; ++j_) y_[j_] = src_[j_] * mul_;
+    y_ = nullptr;
+  }
+
+ private:
+  int64_t n_ = 0, j_ = 0;
+  const float* src_ = nullptr;
+  float* y_ = nullptr;
+  float mul_ = 0.0f;
+};
 
 // sum_j exp(scale x_j - shift), storing the terms in y when y is not null (y may equal x).
 // shift is the row's max, so every argument is <= 0 (up to one rounding): ShiftedExp.
@@ -217,7 +256,8 @@ inline void prefetch_next(NextRow next, int64_t i, bool x_to_l1) {
 // softmax row, normalised by their own sum), so the shift may be folded into the exp's first
 // FMA (ShiftedExp's kFoldShift; 16384 x 128 softmax, 1 thread: 3% faster).
 template <class Arch, bool kOneShift = false>
-float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y, NextRow next) {
+float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y, NextRow next,
+                   ScaleStream<Arch>* drain = nullptr) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   // Two-level sum: partial sums over blocks of kSumBlock floats, then a sum of those, so the
@@ -227,11 +267,15 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
   B s0(0.0f), s1(0.0f), total(0.0f);
   const ShiftedExp<Arch, 6, kOneShift> ex(scale);
   const B off = ex.offset(B(shift));
+  // A local copy: through the pointer, its state went to memory at every step (the streaming
+  // stores are may-alias writes).
+  ScaleStream<Arch> d = drain ? *drain : ScaleStream<Arch>();
   int64_t i = 0;
   while (i + 2 * W <= n) {
     const int64_t block_end = n - i > kSumBlock ? i + kSumBlock : n;
     for (; i + 2 * W <= block_end; i += 2 * W) {
       prefetch_next<2 * W>(next, i, n <= kL1Row);
+      if (d.active()) d.step();
       const B e0 = ex(B::load_unaligned(x + i), off);
       const B e1 = ex(B::load_unaligned(x + i + W), off);
       if (y) {
@@ -251,6 +295,8 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
     if (y) softmax_detail::store_tail<Arch>(e, y + i, len);
     total += e;
   }
+  d.finish();
+  if (drain) *drain = d;
   return softmax_detail::sum_across<Arch>(total);
 }
 
@@ -269,21 +315,6 @@ void affine(int64_t n, const float* x, float mul, float add, float* y) {
   int64_t i = 0;
   for (; i + W <= n; i += W) fmadd(B::load_unaligned(x + i), vmul, vadd).store_unaligned(y + i);
   for (; i < n; ++i) y[i] = x[i] * mul + add;
-}
-
-// y = src * mul with streaming stores (src in cache, y headed for memory): the aligned body
-// streams, the unaligned head and the tail store normally.
-template <class Arch>
-void scale_stream(int64_t n, const float* src, float mul, float* y) {
-  using B = xsimd::batch<float, Arch>;
-  constexpr int64_t W = B::size;
-  const int64_t misaligned = int64_t(reinterpret_cast<uintptr_t>(y) / sizeof(float)) % W;
-  const int64_t head = misaligned == 0 ? 0 : (W - misaligned < n ? W - misaligned : n);
-  int64_t j = 0;
-  for (; j < head; ++j) y[j] = src[j] * mul;
-  const B vmul(mul);
-  for (; j + W <= n; j += W) store_stream<Arch>(B::load_unaligned(src + j) * vmul, y + j);
-  for (; j < n; ++j) y[j] = src[j] * mul;
 }
 
 // Short rows, kGroup at a time. A 128-column row is 8 AVX-512 vectors, and one row's chain
@@ -441,33 +472,34 @@ void softmax_rows_each(int64_t rows, int64_t n, const float* x, int64_t ldx, flo
   const float* pending = nullptr;  // exps of the previous row, waiting for their 1/sum
   float* pending_y = nullptr;
   float pending_mul = 0.0f;
-  auto finish = [&] {
-    if (!pending) return;
-    if (stream)
-      scale_stream<Arch>(n, pending, pending_mul, pending_y);
-    else
-      affine<Arch>(n, pending, pending_mul, 0.0f, pending_y);
-  };
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ldx;
     float* yr = y + r * ldy;
     float* er = stream ? stream + (r % 2) * n : yr;
+    ScaleStream<Arch> drain;
+    if (stream && pending) drain = ScaleStream<Arch>(n, pending, pending_mul, pending_y);
     const float m = row_max<Arch>(n, xr) * scale;
     float s = std::numeric_limits<float>::quiet_NaN();
     if (m > -kInf && m < kInf) {
       const NextRow next =
           r + 1 < rows ? NextRow{xr + ldx, stream ? nullptr : yr + ldy} : NextRow{};
-      s = exp_sum_next<Arch, true>(n, xr, scale, m, er, next);
+      s = exp_sum_next<Arch, true>(n, xr, scale, m, er, next, stream ? &drain : nullptr);
     }
     out_max[r] = m;
     out_sum[r] = s;
-    finish();
+    drain.finish();
+    if (pending && !stream) affine<Arch>(n, pending, pending_mul, 0.0f, pending_y);
     const bool normal = s > 0.0f && s < kInf;
     pending = normal ? er : nullptr;
     pending_y = yr;
     pending_mul = normal ? 1.0f / s : 0.0f;
   }
-  finish();
+  if (pending) {
+    if (stream)
+      ScaleStream<Arch>(n, pending, pending_mul, pending_y).finish();
+    else
+      affine<Arch>(n, pending, pending_mul, 0.0f, pending_y);
+  }
   if (stream) stream_fence();
 }
 

@@ -1,0 +1,23 @@
+// Software prefetch helpers.
+//
+// Everything that only prefetches must be always inlined: GCC 12's pure/const analysis counts
+// __builtin_prefetch as no side effect, so it marks an out-of-line function whose only effect is
+// prefetching "looping const" and then deletes every call to it (the result is unused). That
+// happened to softmax's next-row prefetch (prefetch_next) before it was inlined into its loop:
+// the prefetches had never been emitted. Inlined early, the builtins land in a loop that also
+// stores, and survive.
+#pragma once
+
+#include <cstdint>
+
+#define TESSERA_ALWAYS_INLINE inline __attribute__((always_inline))
+
+namespace tessera::arch {
+
+// One prefetch per 64-byte line of p[0, kFloats).
+template <int64_t kFloats, int kRw, int kLocality>
+TESSERA_ALWAYS_INLINE void prefetch_lines(const float* p) {
+  for (int64_t j = 0; j < kFloats; j += 16) __builtin_prefetch(p + j, kRw, kLocality);
+}
+
+}  // namespace tessera::arch
