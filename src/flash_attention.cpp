@@ -40,6 +40,7 @@
 #include <numeric>
 #include <vector>
 
+#include "../arch/common/prefetch.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
 #include "scratch.hpp"
@@ -164,8 +165,9 @@ void panel_extent(const tessera_attention_desc& d, int64_t valid, int64_t i0, in
   k1 = std::clamp(hi - j0, k0, n);
 }
 
-// Asks for the lines of n floats at p to be brought into L2.
-void prefetch_row(const float* p, int64_t n) {
+// Asks for the lines of n floats at p to be brought into L2. (Always inlined: see
+// arch/common/prefetch.hpp.)
+TESSERA_ALWAYS_INLINE void prefetch_row(const float* p, int64_t n) {
   for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, 2);
   __builtin_prefetch(p + n - 1, 0, 2);
 }

@@ -145,8 +145,7 @@ void softmax_stats_stream(int64_t n, const float* x, float scale, float* out_max
   while (i + kBlock * W <= n) {
     const int64_t block_end = n - i > kSumBlock ? i + kSumBlock : n;
     for (; i + kBlock * W <= block_end; i += kBlock * W) {
-      for (int64_t j = 0; j < kBlock * W; j += 16)  // one per 64-byte line
-        __builtin_prefetch(x + i + kStreamAhead + j, 0, 3);
+      prefetch_lines<kBlock * W, 0, 3>(x + i + kStreamAhead);
       const B v0 = B::load_unaligned(x + i), v1 = B::load_unaligned(x + i + W);
       const B v2 = B::load_unaligned(x + i + 2 * W), v3 = B::load_unaligned(x + i + 3 * W);
       const B bmax = xsimd::max(xsimd::max(v0, v1), xsimd::max(v2, v3));
@@ -258,7 +257,7 @@ class ScaleStream {
 // FMA (ShiftedExp's kFoldShift; 16384 x 128 softmax, 1 thread: 3% faster).
 template <class Arch, bool kOneShift = false>
 float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y, NextRow next,
-                   ScaleStream<Arch>* drain = nullptr) {
+                   ScaleStream<Arch> drain = {}) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   // Two-level sum: partial sums over blocks of kSumBlock floats, then a sum of those, so the
@@ -268,15 +267,12 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
   B s0(0.0f), s1(0.0f), total(0.0f);
   const ShiftedExp<Arch, 6, kOneShift> ex(scale);
   const B off = ex.offset(B(shift));
-  // A local copy: through the pointer, its state went to memory at every step (the streaming
-  // stores are may-alias writes).
-  ScaleStream<Arch> d = drain ? *drain : ScaleStream<Arch>();
   int64_t i = 0;
   while (i + 2 * W <= n) {
     const int64_t block_end = n - i > kSumBlock ? i + kSumBlock : n;
     for (; i + 2 * W <= block_end; i += 2 * W) {
-      prefetch_next<2 * W>(next, i, n <= kL1Row && !d.active());
-      if (d.active()) d.step();
+      prefetch_next<2 * W>(next, i, n <= kL1Row && !drain.active());
+      if (drain.active()) drain.step();
       const B e0 = ex(B::load_unaligned(x + i), off);
       const B e1 = ex(B::load_unaligned(x + i + W), off);
       if (y) {
@@ -296,8 +292,7 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
     if (y) softmax_detail::store_tail<Arch>(e, y + i, len);
     total += e;
   }
-  d.finish();
-  if (drain) *drain = d;
+  drain.finish();
   return softmax_detail::sum_across<Arch>(total);
 }
 
@@ -473,34 +468,41 @@ void softmax_rows_each(int64_t rows, int64_t n, const float* x, int64_t ldx, flo
   const float* pending = nullptr;  // exps of the previous row, waiting for their 1/sum
   float* pending_y = nullptr;
   float pending_mul = 0.0f;
+  // The previous row's normalisation: streamed out during this row's exp pass when there is one
+  // (drain), otherwise on its own (finish).
+  auto drain = [&] {
+    return stream && pending ? ScaleStream<Arch>(n, pending, pending_mul, pending_y)
+                             : ScaleStream<Arch>();
+  };
+  auto finish = [&] {
+    if (!pending) return;
+    if (stream)
+      drain().finish();
+    else
+      affine<Arch>(n, pending, pending_mul, 0.0f, pending_y);
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ldx;
     float* yr = y + r * ldy;
     float* er = stream ? stream + (r % 2) * n : yr;
-    ScaleStream<Arch> drain;
-    if (stream && pending) drain = ScaleStream<Arch>(n, pending, pending_mul, pending_y);
     const float m = row_max<Arch>(n, xr) * scale;
     float s = std::numeric_limits<float>::quiet_NaN();
+    bool drained = false;
     if (m > -kInf && m < kInf) {
       const NextRow next =
           r + 1 < rows ? NextRow{xr + ldx, stream ? nullptr : yr + ldy} : NextRow{};
-      s = exp_sum_next<Arch, true>(n, xr, scale, m, er, next, stream ? &drain : nullptr);
+      s = exp_sum_next<Arch, true>(n, xr, scale, m, er, next, drain());
+      drained = stream;
     }
     out_max[r] = m;
     out_sum[r] = s;
-    drain.finish();
-    if (pending && !stream) affine<Arch>(n, pending, pending_mul, 0.0f, pending_y);
+    if (!drained) finish();
     const bool normal = s > 0.0f && s < kInf;
     pending = normal ? er : nullptr;
     pending_y = yr;
     pending_mul = normal ? 1.0f / s : 0.0f;
   }
-  if (pending) {
-    if (stream)
-      ScaleStream<Arch>(n, pending, pending_mul, pending_y).finish();
-    else
-      affine<Arch>(n, pending, pending_mul, 0.0f, pending_y);
-  }
+  finish();
   if (stream) stream_fence();
 }
 
