@@ -49,7 +49,10 @@ TEST_P(Softmax, HandLogDomain) {
 }
 
 TEST_P(Softmax, MatchesReferenceAndSumsToOne) {
-  for (int64_t cols : {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 255, 1000, 4099}) {
+  // Register-resident rows end at 16 columns on SSE2, 32 on AVX2, 128 on AVX-512 (last vector
+  // whole or partial); the exp-store groups take over above.
+  for (int64_t cols :
+       {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 113, 128, 129, 255, 1000, 4099}) {
     const int64_t rows = 5, ld = cols + 3;
     const auto x = tt::random_vec(size_t(rows * ld), uint32_t(cols), -20.0f, 20.0f);
     for (float scale : {1.0f, 0.125f}) {
@@ -75,8 +78,8 @@ TEST_P(Softmax, MatchesReferenceAndSumsToOne) {
 }
 
 TEST_P(Softmax, InPlace) {
-  // 9 short rows: two groups of four (the second with a NaN row, whose max is finite: its exps
-  // are stored before its sum shows the NaN) and one row alone.
+  // 9 short rows (in groups of two or four, by row length, and one alone), one with a NaN whose
+  // max is finite: its exps are computed before its sum shows the NaN.
   const int64_t rows = 9, cols = 37;
   auto x = tt::random_vec(size_t(rows * cols), 9, -5.0f, 5.0f);
   x[5 * cols + 3] = tt::kNaN;
@@ -91,37 +94,40 @@ TEST_P(Softmax, InPlace) {
 }
 
 TEST_P(Softmax, SpecialRowsStayInTheirRow) {
-  const int64_t cols = 19;
-  // Rows: normal, all -inf, one +inf, two +inf, a NaN, some -inf, normal.
-  auto x = tt::random_vec(size_t(7 * cols), 3, -3.0f, 3.0f);
-  for (int64_t j = 0; j < cols; ++j) x[1 * cols + j] = -tt::kInf;
-  x[2 * cols + 4] = tt::kInf;
-  x[3 * cols + 0] = tt::kInf;
-  x[3 * cols + 18] = tt::kInf;
-  x[4 * cols + 7] = tt::kNaN;
-  for (int64_t j = 0; j < cols; j += 2) x[5 * cols + j] = -tt::kInf;
-  std::vector<float> y(x.size()), ref(x.size()), ly(x.size()), lse(7);
-  ASSERT_EQ(tessera::softmax(7, cols, x.data(), cols, y.data(), cols), Status::ok);
-  ASSERT_EQ(tessera::log_softmax(7, cols, x.data(), cols, ly.data(), cols), Status::ok);
-  ASSERT_EQ(tessera::logsumexp(7, cols, x.data(), cols, 1.0f, lse.data()), Status::ok);
-  tessera::reference::softmax(7, cols, x.data(), cols, ref.data(), cols, 1.0f);
-  EXPECT_LE(tt::rel_err(y, ref), 1e-5);
-  for (int64_t j = 0; j < cols; ++j) {
-    EXPECT_EQ(y[1 * cols + j], 0.0f);
-    EXPECT_EQ(ly[1 * cols + j], -tt::kInf);
-    EXPECT_EQ(y[2 * cols + j], j == 4 ? 1.0f : 0.0f);
-    EXPECT_EQ(y[3 * cols + j], (j == 0 || j == 18) ? 0.5f : 0.0f);
-    EXPECT_TRUE(std::isnan(y[4 * cols + j]));
-    if (j % 2 == 0) {
-      EXPECT_EQ(y[5 * cols + j], 0.0f);
+  // Rows: normal, all -inf, one +inf, two +inf, a NaN, some -inf, normal; on the register rows
+  // (19 and 128 columns on AVX-512), the exp-store groups (200) and one row at a time.
+  for (int64_t cols : {19, 128, 200}) {
+    SCOPED_TRACE(cols);
+    auto x = tt::random_vec(size_t(7 * cols), 3, -3.0f, 3.0f);
+    for (int64_t j = 0; j < cols; ++j) x[1 * cols + j] = -tt::kInf;
+    x[2 * cols + 4] = tt::kInf;
+    x[3 * cols + 0] = tt::kInf;
+    x[3 * cols + 18] = tt::kInf;
+    x[4 * cols + 7] = tt::kNaN;
+    for (int64_t j = 0; j < cols; j += 2) x[5 * cols + j] = -tt::kInf;
+    std::vector<float> y(x.size()), ref(x.size()), ly(x.size()), lse(7);
+    ASSERT_EQ(tessera::softmax(7, cols, x.data(), cols, y.data(), cols), Status::ok);
+    ASSERT_EQ(tessera::log_softmax(7, cols, x.data(), cols, ly.data(), cols), Status::ok);
+    ASSERT_EQ(tessera::logsumexp(7, cols, x.data(), cols, 1.0f, lse.data()), Status::ok);
+    tessera::reference::softmax(7, cols, x.data(), cols, ref.data(), cols, 1.0f);
+    EXPECT_LE(tt::rel_err(y, ref), 1e-5);
+    for (int64_t j = 0; j < cols; ++j) {
+      EXPECT_EQ(y[1 * cols + j], 0.0f);
+      EXPECT_EQ(ly[1 * cols + j], -tt::kInf);
+      EXPECT_EQ(y[2 * cols + j], j == 4 ? 1.0f : 0.0f);
+      EXPECT_EQ(y[3 * cols + j], (j == 0 || j == 18) ? 0.5f : 0.0f);
+      EXPECT_TRUE(std::isnan(y[4 * cols + j]));
+      if (j % 2 == 0) {
+        EXPECT_EQ(y[5 * cols + j], 0.0f);
+      }
+      EXPECT_FALSE(std::isnan(y[6 * cols + j])) << "NaN leaked into the next row";
+      EXPECT_FALSE(std::isnan(y[0 * cols + j])) << "NaN leaked into an earlier row";
     }
-    EXPECT_FALSE(std::isnan(y[6 * cols + j])) << "NaN leaked into the next row";
-    EXPECT_FALSE(std::isnan(y[0 * cols + j])) << "NaN leaked into an earlier row";
+    EXPECT_EQ(lse[1], -tt::kInf);
+    EXPECT_EQ(lse[2], tt::kInf);
+    EXPECT_TRUE(std::isnan(lse[4]));
+    EXPECT_TRUE(std::isfinite(lse[5]) && std::isfinite(lse[6]) && std::isfinite(lse[0]));
   }
-  EXPECT_EQ(lse[1], -tt::kInf);
-  EXPECT_EQ(lse[2], tt::kInf);
-  EXPECT_TRUE(std::isnan(lse[4]));
-  EXPECT_TRUE(std::isfinite(lse[5]) && std::isfinite(lse[6]) && std::isfinite(lse[0]));
 }
 
 TEST_P(Softmax, EmptyShapes) {
@@ -199,6 +205,39 @@ TEST_P(Softmax, LargeOutputStreamedLikeTheRest) {
   EXPECT_EQ(x[size_t(7 * cols + 100)], 1.0f);
 }
 
+// Short rows with an output of 32 MB or more: the register rows write y with streaming stores
+// where it is aligned to the vector. Every row must come out as the same rows written to cache
+// (a call under the threshold), special rows included. 16 columns are register rows on every
+// ISA, 128 on AVX-512.
+TEST_P(Softmax, LargeShortRowsStreamedLikeTheRest) {
+  for (int64_t cols : {16, 128}) {
+    SCOPED_TRACE(cols);
+    const int64_t rows = (int64_t(32) << 20) / (cols * 4);
+    const size_t n = size_t(rows * cols);
+    auto x = tt::random_vec(n, 31, -20.0f, 20.0f);
+    for (int64_t j = 0; j < cols; ++j) x[size_t(cols + j)] = -tt::kInf;
+    x[size_t(2 * cols + 3)] = tt::kNaN;
+    x[size_t(3 * cols + 5)] = tt::kInf;
+    std::vector<float> buf(n + 16);
+    float* y = buf.data() + (16 - reinterpret_cast<uintptr_t>(buf.data()) / 4 % 16) % 16;
+    ASSERT_EQ(tessera::softmax(rows, cols, x.data(), cols, y, cols), Status::ok);
+    std::vector<float> ref(n);
+    tessera::reference::softmax(rows, cols, x.data(), cols, ref.data(), cols, 1.0f);
+    EXPECT_EQ(y[cols], 0.0f);
+    EXPECT_EQ(y[3 * cols + 5], 1.0f);
+    EXPECT_TRUE(std::isnan(y[2 * cols]) && std::isnan(y[3 * cols - 1]));
+    for (int64_t j = 0; j < cols; ++j) ref[size_t(2 * cols + j)] = y[2 * cols + j] = 0.0f;
+    EXPECT_LE(tt::rel_err(y, ref.data(), n), 1e-6);
+    for (int64_t first : {int64_t(0), rows / 2 + 1, rows - 7}) {
+      std::vector<float> part(size_t(7 * cols));
+      ASSERT_EQ(tessera::softmax(7, cols, x.data() + first * cols, cols, part.data(), cols),
+                Status::ok);
+      if (first == 0) std::fill(part.begin() + 2 * cols, part.begin() + 3 * cols, 0.0f);
+      EXPECT_EQ(std::memcmp(part.data(), y + first * cols, part.size() * 4), 0) << first;
+    }
+  }
+}
+
 // Within 1e-6 of the reference relative to each row's magnitude (softmax: the row's largest
 // probability; log-softmax: its largest |value|, at least 1; logsumexp: |lse|, at least 1), on
 // every path: short rows, the exp-store threshold, chunked rows. (Element by element, small
@@ -238,8 +277,8 @@ TEST_P(Softmax, WithinOneMillionthOfTheReference) {
 // Bitwise identical results for 1, 2 and 8 threads, on short rows, rows on both sides of the
 // exp-store threshold, and chunked long rows.
 // A row's result must not depend on which rows come with it in a call (short rows go in groups
-// of four, and how the tasks of a parallel call cut the rows follows the thread count): rows 1..
-// of a call equal, bit for bit, the same rows passed from row 1.
+// of two or four, and how the tasks of a parallel call cut the rows follows the thread count):
+// rows 1.. of a call equal, bit for bit, the same rows passed from row 1.
 TEST_P(Softmax, RowResultsDoNotDependOnTheirNeighbours) {
   for (int64_t cols : {5, 77, 200, 1000}) {
     const int64_t rows = 11;

@@ -27,6 +27,7 @@
 #include "lanes.hpp"
 #include "prefetch.hpp"
 #include "softmax_base.hpp"
+#include "softmax_register_rows.hpp"
 #include "stream.hpp"
 
 namespace tessera::arch {
@@ -456,11 +457,17 @@ void softmax_rows_each(int64_t rows, int64_t n, const float* x, int64_t ldx, flo
   if (stream) stream_fence();
 }
 
+// The cached rows' kernel by row length: rows that fit in registers there (up to 128 columns on
+// AVX-512; streaming stores when `stream`), other rows up to kShortCols in the exp-store groups
+// (plain stores: the streamed form one row at a time was slower for them, 262144 x 64 on AVX2
+// 9.8 against 8.4 GB/s, and a short row's bits then do not depend on the size of the call),
+// longer rows one at a time.
 template <class Arch>
 void softmax_rows_cached(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
                          float* y, int64_t ldy, float* out_max, float* out_sum, float* stream) {
   using namespace softmax_detail;
-  if (stream || n > kShortCols) {
+  if (softmax_register_rows<Arch>(rows, n, x, ldx, scale, y, ldy, out_max, out_sum, stream)) return;
+  if (n > kShortCols) {
     softmax_rows_each<Arch>(rows, n, x, ldx, scale, y, ldy, out_max, out_sum, stream);
     return;
   }
