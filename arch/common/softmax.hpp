@@ -26,6 +26,7 @@
 #include "fmadd.hpp"
 #include "lanes.hpp"
 #include "prefetch.hpp"
+#include "realign.hpp"
 #include "softmax_base.hpp"
 #include "softmax_register_rows.hpp"
 #include "stream.hpp"
@@ -219,13 +220,17 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
   const ShiftedExp<Arch, 6, kOneShift> ex(scale);
   const B off = ex.offset(B(shift));
   int64_t i = 0;
+  // x through aligned loads (realign.hpp): same lanes, no line-split loads. 4096 x 4096, x and y
+  // 16 bytes off a line (std::vector), 2 threads, median of 100: 42.1 -> 44.2 GB/s (43.3 -> 45.6
+  // in a second run); aligned rows unchanged.
+  SequentialReader<Arch> xs(x, n / (2 * W) * 2);
   while (i + 2 * W <= n) {
     const int64_t block_end = n - i > kSumBlock ? i + kSumBlock : n;
     for (; i + 2 * W <= block_end; i += 2 * W) {
       prefetch_next<2 * W>(next, i, n <= kL1Row && !drain.active());
       if (drain.active()) drain.step();
-      const B e0 = ex(B::load_unaligned(x + i), off);
-      const B e1 = ex(B::load_unaligned(x + i + W), off);
+      const B e0 = ex(xs.next(), off);
+      const B e1 = ex(xs.next(), off);
       if (y) {
         e0.store_unaligned(y + i);
         e1.store_unaligned(y + i + W);

@@ -1,0 +1,65 @@
+// Sequential vector reads from a misaligned pointer, by aligned loads and a two-source permute
+// (AVX-512's vpermt2ps), per xsimd arch; other x86 archs load unaligned.
+//
+// A 64-byte load from an address that is not a multiple of 64 spans two cache lines: it costs
+// two L1 accesses, and two fill requests when the lines come from L2. Rows of a std::vector sit
+// 16 bytes off a line, so every softmax load did. Each aligned block is loaded once and every
+// vector is cut from two neighbours; lane j of each vector is the same element as with the
+// unaligned load, so results do not change.
+#pragma once
+
+#include <immintrin.h>
+#include <xsimd/xsimd.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace tessera::arch::x86 {
+
+template <class Arch>
+class SequentialReader {
+  using B = xsimd::batch<float, Arch>;
+  static constexpr int64_t W = B::size;
+  static constexpr bool kPermute = std::is_base_of_v<xsimd::avx512f, Arch>;
+
+ public:
+  // Reads p[0, W), p[W, 2W), ... up to count vectors (the aligned blocks read are those that
+  // hold an element of them: nothing past the last element's line).
+  SequentialReader(const float* p, int64_t count) : p_(p) {
+    if constexpr (kPermute) {
+      shift_ = int(reinterpret_cast<uintptr_t>(p) / sizeof(float) % W);
+      if (shift_ == 0 || count == 0) return;
+      p_ = p - shift_;
+      prev_ = B::load_aligned(p_);
+      idx_ =
+          _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                           _mm512_set1_epi32(shift_));
+    }
+  }
+
+  B next() {
+    if constexpr (kPermute) {
+      if (shift_ != 0) {
+        const B block = B::load_aligned(p_ + W);
+        const B v = _mm512_permutex2var_ps(prev_, idx_, block);
+        prev_ = block;
+        p_ += W;
+        return v;
+      }
+      const B v = B::load_aligned(p_);
+      p_ += W;
+      return v;
+    }
+    const B v = B::load_unaligned(p_);
+    p_ += W;
+    return v;
+  }
+
+ private:
+  const float* p_ = nullptr;
+  int shift_ = 0;
+  B prev_{};
+  xsimd::batch<int32_t, Arch> idx_{};
+};
+
+}  // namespace tessera::arch::x86
