@@ -77,8 +77,8 @@ TESSERA_ALWAYS_INLINE B tree(const B* v, Op op) {
 
 // G rows of NV vectors (tail = floats in the last one, 1..W). Every row goes through the same
 // operations whatever G is, so a row's result does not depend on its group. Returns false,
-// having written only out_max, if a row's max is not finite (the caller redoes the group a row
-// at a time).
+// having written only out_max (and, for G = 1, sum NaN), if a row's max is not finite: the
+// caller redoes the group a row at a time.
 template <class Arch, int NV, int G, bool kStream>
 TESSERA_ALWAYS_INLINE bool register_group(int64_t tail, const float* x, int64_t ldx, float scale,
                                           float* y, int64_t ldy, float* out_max, float* out_sum) {
