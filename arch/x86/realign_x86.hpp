@@ -23,14 +23,12 @@ class SequentialReader {
   static constexpr bool kPermute = std::is_base_of_v<xsimd::avx512f, Arch>;
 
  public:
-  // Reads p[0, W), p[W, 2W), ... up to count vectors (the aligned blocks read are those that
-  // hold an element of them: nothing past the last element's line).
-  SequentialReader(const float* p, int64_t count) : p_(p) {
+  // Reads p[0, W), p[W, 2W), ... (count vectors). Only blocks inside [p, p + count W) are read:
+  // the first and the last vector load unaligned, since their outer blocks reach past the row
+  // (no fault, as a block never crosses a page, but outside the buffer; ASan reports it).
+  SequentialReader(const float* p, int64_t count) : p_(p), count_(count) {
     if constexpr (kPermute) {
       shift_ = int(reinterpret_cast<uintptr_t>(p) / sizeof(float) % W);
-      if (shift_ == 0 || count == 0) return;
-      p_ = p - shift_;
-      prev_ = B::load_aligned(p_);
       idx_ =
           _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                            _mm512_set1_epi32(shift_));
@@ -38,25 +36,27 @@ class SequentialReader {
   }
 
   B next() {
+    const int64_t j = j_++;
+    const float* at = p_ + j * W;
     if constexpr (kPermute) {
-      if (shift_ != 0) {
-        const B block = B::load_aligned(p_ + W);
-        const B v = _mm512_permutex2var_ps(prev_, idx_, block);
-        prev_ = block;
-        p_ += W;
-        return v;
+      if (shift_ == 0) return B::load_aligned(at);
+      // Vector j is cut from the blocks that start at at - shift_ (held in prev_) and at
+      // at - shift_ + W.
+      if (j == 0 || j + 1 == count_) {
+        if (j == 0 && count_ > 1) prev_ = B::load_aligned(at + W - shift_);
+        return B::load_unaligned(at);
       }
-      const B v = B::load_aligned(p_);
-      p_ += W;
+      const B block = B::load_aligned(at + W - shift_);
+      const B v = _mm512_permutex2var_ps(prev_, idx_, block);
+      prev_ = block;
       return v;
     }
-    const B v = B::load_unaligned(p_);
-    p_ += W;
-    return v;
+    return B::load_unaligned(at);
   }
 
  private:
   const float* p_ = nullptr;
+  int64_t count_ = 0, j_ = 0;
   int shift_ = 0;
   B prev_{};
   xsimd::batch<int32_t, Arch> idx_{};
