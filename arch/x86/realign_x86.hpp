@@ -3,9 +3,9 @@
 //
 // A 64-byte load from an address that is not a multiple of 64 spans two cache lines: it costs
 // two L1 accesses, and two fill requests when the lines come from L2. Rows of a std::vector sit
-// 16 bytes off a line, so every softmax load did. Each aligned block is loaded once and every
-// vector is cut from two neighbours; lane j of each vector is the same element as with the
-// unaligned load, so results do not change.
+// 16 bytes off a line, so every softmax load did. Each aligned block inside the row is loaded
+// once and every vector but the first and last is cut from two neighbours; lane j of each vector
+// is the same element as with the unaligned load, so results do not change.
 #pragma once
 
 #include <immintrin.h>
