@@ -141,9 +141,11 @@ float row_max(int64_t n, const float* x) {
 // 64-byte line on AVX-512): its x for reading, its y (when written) for writing. The next row's
 // max pass then reads L1 or L2 instead of waiting on memory at every page, where the hardware
 // prefetcher starts over; the exp pass's stores find their lines already owned. x goes to L1
-// when two rows fit there beside the rest (rows up to kL1Row floats), else to L2; also to L2 while
-// the previous row streams out (its exps are then a third row in L1; 4096 x 4096, 2 threads, noisy:
-// ~36 -> ~38 GB/s).
+// when two rows fit there beside the rest (rows up to kL1Row floats), else to L2, also while the
+// previous row streams out (its exps then make a third row in L1). On a Xeon (Sapphire Rapids)
+// L2 had looked better in that case (4096 x 4096, 2 threads, noisy: ~36 -> ~38 GB/s); on Zen 5,
+// interleaved, medians of 3 x 5 runs, L2 -> L1: 27.7 -> 33.5 GB/s on 1 thread (copy: 37.0),
+// 43.9 -> 46.4 on 2 (copy: 45.5).
 struct NextRow {
   const float* x = nullptr;
   float* y = nullptr;
@@ -227,7 +229,7 @@ float exp_sum_next(int64_t n, const float* x, float scale, float shift, float* y
   while (i + 2 * W <= n) {
     const int64_t block_end = n - i > kSumBlock ? i + kSumBlock : n;
     for (; i + 2 * W <= block_end; i += 2 * W) {
-      prefetch_next<2 * W>(next, i, n <= kL1Row && !drain.active());
+      prefetch_next<2 * W>(next, i, n <= kL1Row);
       if (drain.active()) drain.step();
       const B e0 = ex(xs.next(), off);
       const B e1 = ex(xs.next(), off);
