@@ -17,6 +17,10 @@ constexpr int kMaxDotRows = 4;
 // (512 KB), a K and a V tile (128 KB each at d = 128) and the O accumulator share a 2 MB L2.
 inline constexpr int kAttentionBK = 256;
 
+// Rows the short softmax kernels (attention_rows among them) take together: a caller that
+// splits rows into calls keeps whole groups per call by cutting at multiples of this.
+inline constexpr int kSoftmaxRowGroup = 4;
+
 // gemm_ukernel.hpp: C[0:r, 0:nr] = alpha A B + beta C for r rows (the index in the table).
 using GemmPackedFn = void (*)(int64_t kc, const float* a_panel, const float* b_panel, float* c,
                               int64_t ldc, int64_t nr, float alpha, float beta);

@@ -228,6 +228,42 @@ struct SpreadPrefetch {
   }
 };
 
+// The softmax step of a tile some rows see only in part (a diagonal tile): each chunk of Q
+// panels (a whole number of panels and of the kernel's row groups) over the keys its panels'
+// extents cover, widened to whole vectors from the row start, instead of the tile's whole width
+// (half of which a causal diagonal tile hides). The results are those of the whole width, bit
+// for bit, whatever the chunking (which follows the blocking, and so the thread count): every
+// key left out is hidden from the row (-inf from mask_tile), so its exp is +0 and it only adds
+// +0 to the row's sum and -inf to its lane's max, and each key still meets the same lane and the
+// same running sum, the window starting on a vector boundary of the row. The P V product reads
+// only the keys of its panel's extent, all inside the window. Rows of a chunk whose panels see
+// no key of the tile get what the whole width gives an all-hidden row: their running max with a
+// sum of 0 (NaN while that max is -inf: nothing seen yet, finished by key_loop).
+void diagonal_tile_rows(const arch::KernelTable& kt, int64_t rows, int64_t n, const int64_t* extent,
+                        TileState& st) {
+  const int64_t MR = kt.gemm.mr, W = kt.simd_floats;
+  const int64_t chunk = std::lcm(MR, int64_t(arch::kSoftmaxRowGroup));
+  for (int64_t c0 = 0; c0 < rows; c0 += chunk) {
+    const int64_t c1 = std::min(rows, c0 + chunk);
+    int64_t k0 = n, k1 = 0;
+    for (int64_t t = c0 / MR; t * MR < c1; ++t)
+      if (extent[2 * t + 1] > extent[2 * t]) {
+        k0 = std::min(k0, extent[2 * t]);
+        k1 = std::max(k1, extent[2 * t + 1]);
+      }
+    if (k1 <= k0) {
+      for (int64_t r = c0; r < c1; ++r) {
+        st.tile_m[r] = st.m[r];
+        st.tile_l[r] = st.m[r] > -kInf ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+      }
+      continue;
+    }
+    const int64_t w0 = k0 / W * W, w1 = std::min(n, ceil_div(k1, W) * W);
+    kt.softmax.attention_rows(c1 - c0, w1 - w0, st.s + c0 * kBK + w0, kBK, st.m + c0,
+                              st.tile_m + c0, st.tile_l + c0);
+  }
+}
+
 // The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
 void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
               int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v, TileState& st) {
@@ -315,7 +351,10 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     // P = exp(S - m_new) for the rows whose new max is finite, in groups of rows (one row's
     // max-exp-sum chain alone leaves the FMA ports idle); the others (nothing visible yet, a
     // +inf or NaN score) row by row below.
-    sk.attention_rows(rows, n, st.s, kBK, st.m, st.tile_m, st.tile_l);
+    if (whole)
+      sk.attention_rows(rows, n, st.s, kBK, st.m, st.tile_m, st.tile_l);
+    else
+      diagonal_tile_rows(kt, rows, n, extent.data(), st);
     for (int64_t r = 0; r < rows; ++r) {
       float* srow = st.s + r * kBK;
       const float m_old = st.m[r];

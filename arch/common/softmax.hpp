@@ -22,6 +22,7 @@
 #include <limits>
 #include <utility>
 
+#include "../kernels.hpp"
 #include "exp.hpp"
 #include "fmadd.hpp"
 #include "lanes.hpp"
@@ -279,7 +280,7 @@ void affine(int64_t n, const float* x, float mul, float add, float* y) {
 namespace softmax_detail {
 
 constexpr int64_t kShortCols = 256;
-constexpr int kGroup = 4;
+constexpr int kGroup = kSoftmaxRowGroup;
 
 // G rows' vectors as named values: GCC 12 keeps an array of batches in memory, and the exp
 // pass's four sums then went through the stack at every step.
