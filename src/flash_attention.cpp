@@ -106,11 +106,15 @@ struct TileState {
   float* tile_l;   // rows: the current tile's sum of exps
 };
 
-// Applies masks and score modifications to the tile S[rows x n] for keys [j0, j0 + n).
+// Applies masks and score modifications to the tile S[rows x n] for keys [j0, j0 + n), within
+// each row's window (tile_windows: the keys the softmax step and P V read; the rest of the row
+// is left as it is).
 void mask_tile(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t bq, int64_t j0,
-               int64_t n, int64_t valid, const arch::SoftmaxKernels& sk, float* s, int64_t lds) {
+               int64_t n, int64_t valid, const arch::SoftmaxKernels& sk, const int64_t* window,
+               int64_t chunk, float* s, int64_t lds) {
   const tessera_attention_desc& d = g.d;
   for (int64_t r = 0; r < g.group * bq; ++r) {
+    const int64_t w0 = window[2 * (r / chunk)], w1 = window[2 * (r / chunk) + 1];
     const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
     float* row = s + r * lds;
     if (d.softcap > 0.0f) {
@@ -124,8 +128,8 @@ void mask_tile(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t bq,
     // Structural visibility is a range per row: hide what lies outside it wholesale.
     const int64_t vis_lo = std::clamp(lo - j0, int64_t(0), n),
                   vis_hi = std::clamp(hi - j0, vis_lo, n);
-    std::fill(row, row + vis_lo, -kInf);
-    std::fill(row + vis_hi, row + n, -kInf);
+    std::fill(row + w0, row + std::clamp(vis_lo, w0, w1), -kInf);
+    std::fill(row + std::clamp(vis_hi, w0, w1), row + w1, -kInf);
     if (!d.alibi_slopes && !d.bias && !d.mask) continue;
     const float slope = d.alibi_slopes ? d.alibi_slopes[h] : 0.0f;
     const float* bias =
@@ -228,39 +232,53 @@ struct SpreadPrefetch {
   }
 };
 
-// The softmax step of a tile some rows see only in part (a diagonal tile): each chunk of Q
-// panels (a whole number of panels and of the kernel's row groups) over the keys its panels'
-// extents cover, widened to whole vectors from the row start, instead of the tile's whole width
-// (half of which a causal diagonal tile hides). The results are those of the whole width, bit
-// for bit, whatever the chunking (which follows the blocking, and so the thread count): every
-// key left out is hidden from the row (-inf from mask_tile), so its exp is +0 and it only adds
-// +0 to the row's sum and -inf to its lane's max, and each key still meets the same lane and the
-// same running sum, the window starting on a vector boundary of the row. The P V product reads
-// only the keys of its panel's extent, all inside the window. Rows of a chunk whose panels see
-// no key of the tile get what the whole width gives an all-hidden row: their running max with a
-// sum of 0 (NaN while that max is -inf: nothing seen yet, finished by key_loop).
-void diagonal_tile_rows(const arch::KernelTable& kt, int64_t rows, int64_t n, const int64_t* extent,
-                        TileState& st) {
-  const int64_t MR = kt.gemm.mr, W = kt.simd_floats;
-  const int64_t chunk = std::lcm(MR, int64_t(arch::kSoftmaxRowGroup));
-  for (int64_t c0 = 0; c0 < rows; c0 += chunk) {
-    const int64_t c1 = std::min(rows, c0 + chunk);
+// Rows per softmax chunk: whole Q panels and whole row groups of the softmax kernels.
+int64_t softmax_chunk(const arch::KernelTable& kt) {
+  return std::lcm(int64_t(kt.gemm.mr), int64_t(arch::kSoftmaxRowGroup));
+}
+
+// The keys [w0, w1) of the tile that each chunk of rows (softmax_chunk) reads: all n of a tile
+// every row sees whole; on a tile some rows see only in part (a diagonal tile), the keys its
+// panels' extents cover, widened to whole vectors from the row start (empty when they cover
+// none). Only there does mask_tile hide keys, the softmax step run and P V read (its panel's
+// extent lies inside): a causal diagonal tile hides about half its keys, which the masking and
+// the exps otherwise paid for (L = 256, d = 64, 1 thread: the -inf fill alone was 6% of the call).
+// The results are those of the whole width, bit for bit, whatever the chunking (which follows the
+// blocking, and so the thread count): a key left out is hidden from its row, so its exp is +0,
+// which leaves its lane's sum as it is (as -inf leaves its lane's max), and each key kept meets
+// the same lane and the same running sum, the window starting on a vector boundary of the row.
+void tile_windows(const arch::KernelTable& kt, int64_t rows, int64_t n, bool whole,
+                  const int64_t* extent, int64_t* window) {
+  const int64_t MR = kt.gemm.mr, W = kt.simd_floats, chunk = softmax_chunk(kt);
+  for (int64_t c0 = 0, c = 0; c0 < rows; c0 += chunk, ++c) {
     int64_t k0 = n, k1 = 0;
-    for (int64_t t = c0 / MR; t * MR < c1; ++t)
+    for (int64_t t = c0 / MR; t * MR < std::min(rows, c0 + chunk); ++t)
       if (extent[2 * t + 1] > extent[2 * t]) {
         k0 = std::min(k0, extent[2 * t]);
         k1 = std::max(k1, extent[2 * t + 1]);
       }
-    if (k1 <= k0) {
-      for (int64_t r = c0; r < c1; ++r) {
-        st.tile_m[r] = st.m[r];
-        st.tile_l[r] = st.m[r] > -kInf ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-      }
+    window[2 * c] = whole ? 0 : k1 > k0 ? k0 / W * W : 0;
+    window[2 * c + 1] = whole ? n : k1 > k0 ? std::min(n, ceil_div(k1, W) * W) : 0;
+  }
+}
+
+// The softmax step of a diagonal tile, chunk by chunk over its windows. Rows of a chunk whose
+// window is empty get what the whole width gives an all-hidden row: their running max with a
+// sum of 0 (NaN while that max is -inf: nothing seen yet, finished by key_loop).
+void diagonal_tile_rows(const arch::KernelTable& kt, int64_t rows, const int64_t* window,
+                        TileState& st) {
+  const int64_t chunk = softmax_chunk(kt);
+  for (int64_t c0 = 0, c = 0; c0 < rows; c0 += chunk, ++c) {
+    const int64_t c1 = std::min(rows, c0 + chunk), w0 = window[2 * c], w1 = window[2 * c + 1];
+    if (w1 > w0) {
+      kt.softmax.attention_rows(c1 - c0, w1 - w0, st.s + c0 * kBK + w0, kBK, st.m + c0,
+                                st.tile_m + c0, st.tile_l + c0);
       continue;
     }
-    const int64_t w0 = k0 / W * W, w1 = std::min(n, ceil_div(k1, W) * W);
-    kt.softmax.attention_rows(c1 - c0, w1 - w0, st.s + c0 * kBK + w0, kBK, st.m + c0,
-                              st.tile_m + c0, st.tile_l + c0);
+    for (int64_t r = c0; r < c1; ++r) {
+      st.tile_m[r] = st.m[r];
+      st.tile_l[r] = st.m[r] > -kInf ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+    }
   }
 }
 
@@ -295,6 +313,10 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   // (beta = 0) instead of adding to zeros, so O is neither cleared nor read for it (a panel no
   // tile reaches is never read either: its rows finish with l = 0). L = 256, 1 thread: the
   // memset and the first product's loads of O were ~2% of the call.
+  // Per chunk of rows (softmax_chunk): the keys of the current tile it reads (tile_windows).
+  const int64_t chunk = softmax_chunk(kt);
+  thread_local std::vector<int64_t> window;
+  window.resize(size_t(2 * ((rows + chunk - 1) / chunk)));
   thread_local std::vector<uint8_t> o_live;
   o_live.assign(size_t((rows + MR - 1) / MR), 0);
   for (int64_t j0 = lo; j0 < hi; j0 += kBK) {
@@ -346,7 +368,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       }
       v_ahead.finish();
     }
-    if (g.elementwise || !whole) mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, st.s, kBK);
+    tile_windows(kt, rows, n, whole, extent.data(), window.data());
+    if (g.elementwise || !whole)
+      mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, window.data(), chunk, st.s, kBK);
 
     // P = exp(S - m_new) for the rows whose new max is finite, in groups of rows (one row's
     // max-exp-sum chain alone leaves the FMA ports idle); the others (nothing visible yet, a
@@ -354,20 +378,22 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     if (whole)
       sk.attention_rows(rows, n, st.s, kBK, st.m, st.tile_m, st.tile_l);
     else
-      diagonal_tile_rows(kt, rows, n, extent.data(), st);
+      diagonal_tile_rows(kt, rows, window.data(), st);
     for (int64_t r = 0; r < rows; ++r) {
-      float* srow = st.s + r * kBK;
+      // Only the row's window holds its scores.
+      const int64_t w0 = window[2 * (r / chunk)], w = window[2 * (r / chunk) + 1] - w0;
+      float* srow = st.s + r * kBK + w0;
       const float m_old = st.m[r];
       float m_new = st.tile_m[r], sum = st.tile_l[r];
       if (!std::isfinite(m_new)) {
-        const float tile_max = sk.max(n, srow);
+        const float tile_max = sk.max(w, srow);
         m_new = std::isnan(tile_max) ? m_old : std::max(m_old, tile_max);
         if (m_new == kInf) st.special[r] = 1.0f;
         if (m_new == -kInf || m_new == kInf) {  // nothing visible yet, or a special row
-          std::memset(srow, 0, sizeof(float) * n);
+          std::memset(srow, 0, sizeof(float) * size_t(w));
           continue;
         }
-        sum = sk.exp_sum(n, srow, 1.0f, m_new, srow);
+        sum = sk.exp_sum(w, srow, 1.0f, m_new, srow);
       }
       // Rescale what was accumulated against the old max (nothing yet while it was -inf: the
       // row's O and l are still the zeros make_state wrote).
