@@ -40,6 +40,10 @@ struct GemmKernels {
   int dot_cols[kMaxDotRows + 1];      // [r]: the columns of dot[r]
   GemmPackedFn packed[kMaxMR + 1];    // [r]: r = 1..mr rows of a packed A panel
   GemmStridedFn strided[kMaxMR + 1];  // [r]: A read in place through strides
+  // Narrow forms, one vector of columns (nr <= simd floats) out of B panels ldb apart: fused
+  // attention's S product on a K panel whose visible keys end within its first vector.
+  GemmStridedFn strided_narrow[kMaxMR + 1];  // [r]: as strided
+  GemmPackedFn packed_narrow[kMaxMR + 1];    // [r]: as packed, B a full-width packed panel
   // [r]: A read in place, rows kAttentionBK floats apart (attention's P), B a packed panel
   GemmPackedFn rows_bk[kMaxMR + 1];
   GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols[r]

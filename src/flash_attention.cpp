@@ -305,7 +305,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   const arch::SoftmaxKernels& sk = kt.softmax;
 
   const arch::GemmKernels& gk = kt.gemm;
-  const int64_t MR = gk.mr, NR = gk.nr;
+  const int64_t MR = gk.mr, NR = gk.nr, W = kt.simd_floats;
   // Per Q panel key extents of the current tile; grows once per thread, then reused.
   thread_local std::vector<int64_t> extent;
   extent.resize(size_t(2 * ((rows + MR - 1) / MR)));
@@ -356,13 +356,20 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
           // K panels no row of this Q panel can see are skipped (the mask pass writes -inf).
           if (q * NR >= extent[2 * t + 1] || q * NR + nr <= extent[2 * t]) continue;
+          // A K panel whose visible keys end within its first vector (a causal diagonal's last
+          // panel, half the time) takes the narrow kernel: the keys past that vector are hidden
+          // from every row of the Q panel, and mask_tile writes them -inf.
+          const int64_t r = std::min(MR, rows - ir);
+          float* s_tile = st.s + ir * kBK + q * NR;
+          const bool narrow = extent[2 * t + 1] - q * NR <= W && W < NR;
+          const int64_t cols = narrow ? std::min(nr, W) : nr;
           if (st.q_direct)
-            gk.strided[std::min(MR, rows - ir)](D, st.q_direct + ir * st.ldq, st.ldq, 1,
-                                                st.kp + q * NR * D, NR, st.s + ir * kBK + q * NR,
-                                                kBK, nr, g.scale, 0.0f);
+            (narrow ? gk.strided_narrow : gk.strided)[r](D, st.q_direct + ir * st.ldq, st.ldq, 1,
+                                                         st.kp + q * NR * D, NR, s_tile, kBK, cols,
+                                                         g.scale, 0.0f);
           else
-            gk.packed[std::min(MR, rows - ir)](D, st.qp + ir * D, st.kp + q * NR * D,
-                                               st.s + ir * kBK + q * NR, kBK, nr, g.scale, 0.0f);
+            (narrow ? gk.packed_narrow : gk.packed)[r](D, st.qp + ir * D, st.kp + q * NR * D,
+                                                       s_tile, kBK, cols, g.scale, 0.0f);
           v_ahead.step();
         }
       }
