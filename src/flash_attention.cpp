@@ -234,7 +234,7 @@ struct SpreadPrefetch {
 
 // Rows per softmax chunk: whole Q panels and whole row groups of the softmax kernels.
 int64_t softmax_chunk(const arch::KernelTable& kt) {
-  return std::lcm(int64_t(kt.gemm.mr), int64_t(arch::kSoftmaxRowGroup));
+  return std::max<int64_t>(1, std::lcm(int64_t(kt.gemm.mr), int64_t(arch::kSoftmaxRowGroup)));
 }
 
 // The keys [w0, w1) of the tile that each chunk of rows (softmax_chunk) reads: all n of a tile
