@@ -309,14 +309,14 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   // Per Q panel key extents of the current tile; grows once per thread, then reused.
   thread_local std::vector<int64_t> extent;
   extent.resize(size_t(2 * ((rows + MR - 1) / MR)));
-  // Per Q panel: whether its O rows hold anything yet. The first P V product of a panel stores
-  // (beta = 0) instead of adding to zeros, so O is neither cleared nor read for it (a panel no
-  // tile reaches is never read either: its rows finish with l = 0). L = 256, 1 thread: the
-  // memset and the first product's loads of O were ~2% of the call.
   // Per chunk of rows (softmax_chunk): the keys of the current tile it reads (tile_windows).
   const int64_t chunk = softmax_chunk(kt);
   thread_local std::vector<int64_t> window;
   window.resize(size_t(2 * ((rows + chunk - 1) / chunk)));
+  // Per Q panel: whether its O rows hold anything yet. The first P V product of a panel stores
+  // (beta = 0) instead of adding to zeros, so O is neither cleared nor read for it (a panel no
+  // tile reaches is never read either: its rows finish with l = 0). L = 256, 1 thread: the
+  // memset and the first product's loads of O were ~2% of the call.
   thread_local std::vector<uint8_t> o_live;
   o_live.assign(size_t((rows + MR - 1) / MR), 0);
   for (int64_t j0 = lo; j0 < hi; j0 += kBK) {

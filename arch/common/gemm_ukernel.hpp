@@ -210,21 +210,14 @@ void gemm_ukernel_rows_lda(int64_t kc, const float* a, const float* b, float* c,
   ukernel_body<Arch, R, NV>(kc, AFixed<LDA, 1>{a}, b, NR, c, ldc, nr, alpha, beta);
 }
 
-// The first vector of columns of packed panels NVB vectors wide (A packed as below): the narrow
-// kernel of fused attention's S product, for a K panel whose visible keys end within that vector.
-template <class Arch, int MR, int R, int NVB>
-void gemm_ukernel_packed_narrow(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                                int64_t nr, float alpha, float beta) {
-  constexpr int64_t NRB = NVB * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
-  ukernel_body<Arch, R, 1>(kc, AFixed<1, MR>{a}, b, NRB, c, ldc, nr, alpha, beta);
-}
-
-// Packed panels: a_rs = 1, a_cs = MR, ldb = NR, known at compile time.
-template <class Arch, int MR, int R, int NV>
+// Packed panels: a_rs = 1, a_cs = MR, ldb = NR, known at compile time. NV vectors of columns
+// out of panels NVB vectors wide: NVB > NV is the narrow kernel of fused attention's S product
+// (the first vector of a K panel whose visible keys end within it).
+template <class Arch, int MR, int R, int NV, int NVB = NV>
 void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                          int64_t nr, float alpha, float beta) {
-  constexpr int64_t NR = NV * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
-  ukernel_body<Arch, R, NV>(kc, AFixed<1, MR>{a}, b, NR, c, ldc, nr, alpha, beta);
+  constexpr int64_t NRB = NVB * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
+  ukernel_body<Arch, R, NV>(kc, AFixed<1, MR>{a}, b, NRB, c, ldc, nr, alpha, beta);
 }
 
 }  // namespace tessera::arch

@@ -32,7 +32,7 @@ void fill_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.packed[R + 1] = Packed::template get<R + 1>()), ...);
   ((k.strided[R + 1] = &gemm_ukernel<Arch, R + 1, G.nv>), ...);
   ((k.strided_narrow[R + 1] = &gemm_ukernel<Arch, R + 1, 1>), ...);
-  ((k.packed_narrow[R + 1] = &gemm_ukernel_packed_narrow<Arch, G.mr, R + 1, G.nv>), ...);
+  ((k.packed_narrow[R + 1] = &gemm_ukernel_packed<Arch, G.mr, R + 1, 1, G.nv>), ...);
   ((k.rows_bk[R + 1] = &gemm_ukernel_rows_lda<Arch, kAttentionBK, R + 1, G.nv>), ...);
 }
 
