@@ -10,6 +10,8 @@ namespace tessera::arch {
 
 constexpr int kMaxMR = 16;
 constexpr int kMaxDotRows = 4;
+constexpr int kMaxWideRows = 8;  // rows of the wide few-row kernels (GemmKernels::wide)
+constexpr int kWideWidths = 4;   // their widths: 1, 2, 4 or 8 vectors
 
 // Fused attention's key tile: BK keys per step of the key loop. The score/probability tile is
 // stored with rows BK floats apart, so the P V micro-kernel that reads it in place gets that
@@ -46,6 +48,10 @@ struct GemmKernels {
   GemmPackedFn packed_narrow[kMaxMR + 1];    // [r]: as packed, B a full-width packed panel
   // [r]: A read in place, rows kAttentionBK floats apart (attention's P), B a packed panel
   GemmPackedFn rows_bk[kMaxMR + 1];
+  // [r][j]: as strided, r rows x (1 << j) vectors of columns; for few rows of A against a B
+  // read in place (decode's P V), where NR columns would give too few independent FMA chains
+  // (one row: NV). Null where r (1 << j) exceeds the ISA's wide_acc; j = 0 is always there.
+  GemmStridedFn wide[kMaxWideRows + 1][kWideWidths];
   GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols[r]
   GemmDotFn dot1[kMaxDotRows + 1];  // [r]: r x 1
   GemmPackFn pack_a;                // (trans, mc, kc, a, lda, out)

@@ -292,6 +292,19 @@ TEST_P(Attention, DecodeChunksAgainstReference) {
     }
 }
 
+// Few stacked rows (1..8: one query against groups of 1..8 heads) take the wide P V kernels,
+// whose widths (1, 2, 4, 8 vectors) depend on the rows; value dims that need every width, and a
+// tail past the last whole vector, on both the one-tile and the split-KV paths.
+TEST_P(Attention, FewRowsEveryValueWidth) {
+  uint32_t seed = 450;
+  for (int64_t group = 1; group <= 8; ++group)
+    for (int64_t dv : {8, 24, 136, 256})
+      for (int64_t kv_len : {300, 700}) {
+        AttentionTester(1, group, 1, 1, kv_len, 32, dv).with_lse().test(1e-5, seed++);
+        if (HasFatalFailure()) return;
+      }
+}
+
 // A +inf bias: the reference shares the mass among the +inf keys; so must the fused path.
 TEST_P(Attention, PlusInfinityBiasRows) {
   for (int64_t kv_len : {40, 600}) {

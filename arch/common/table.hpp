@@ -36,6 +36,24 @@ void fill_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.rows_bk[R + 1] = &gemm_ukernel_rows_lda<Arch, kAttentionBK, R + 1, G.nv>), ...);
 }
 
+template <class Arch, const GemmBlocking& G, int R, int J>
+constexpr GemmStridedFn wide_kernel() {
+  if constexpr (J == 0 || (R << J) <= G.wide_acc)
+    return &gemm_ukernel<Arch, R, (1 << J)>;
+  else
+    return nullptr;
+}
+
+template <class Arch, const GemmBlocking& G, int R, int... J>
+void fill_wide_row(GemmKernels& k, std::integer_sequence<int, J...>) {
+  ((k.wide[R][J] = wide_kernel<Arch, G, R, J>()), ...);
+}
+
+template <class Arch, const GemmBlocking& G, int... R>
+void fill_wide(GemmKernels& k, std::integer_sequence<int, R...>) {
+  (fill_wide_row<Arch, G, R + 1>(k, std::make_integer_sequence<int, kWideWidths>()), ...);
+}
+
 template <class Arch, const GemmBlocking& G, int... R>
 void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.dot[R + 1] = &gemm_dot_nt<Arch, R + 1, G.dot_cols>), ...);
@@ -64,6 +82,7 @@ KernelTable make_table(const char* name) {
   g.dot_rows = G.dot_rows;
   fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
+  fill_wide<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
   g.pack_a = &gemm_pack_a<Arch, G.mr>;
   g.pack_b = &gemm_pack_b<Arch, G.nv * W>;
 
