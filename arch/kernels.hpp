@@ -10,8 +10,10 @@ namespace tessera::arch {
 
 constexpr int kMaxMR = 16;
 constexpr int kMaxDotRows = 4;
-constexpr int kMaxWideRows = 8;  // rows of the wide few-row kernels (GemmKernels::wide)
-constexpr int kWideWidths = 4;   // their widths: 1, 2, 4 or 8 vectors
+// Rows of the wide few-row kernels (GemmKernels::wide). From 4 rows on, NR columns already give
+// 4 NV independent FMA chains.
+constexpr int kMaxWideRows = 4;
+constexpr int kWideWidths = 4;  // their widths: 1, 2, 4 or 8 vectors
 
 // Fused attention's key tile: BK keys per step of the key loop. The score/probability tile is
 // stored with rows BK floats apart, so the P V micro-kernel that reads it in place gets that
@@ -38,6 +40,7 @@ using GemmPackFn = void (*)(bool trans, int64_t rows_or_k, int64_t k_or_cols, co
 
 struct GemmKernels {
   int mr, nr, kc, mc, nc;  // blocking (arch/common/blocking.hpp)
+  int simd_floats;         // floats per vector: the wide kernels' unit of columns
   int dot_rows;
   int dot_cols[kMaxDotRows + 1];      // [r]: the columns of dot[r]
   GemmPackedFn packed[kMaxMR + 1];    // [r]: r = 1..mr rows of a packed A panel
@@ -57,6 +60,14 @@ struct GemmKernels {
   GemmPackFn pack_a;                // (trans, mc, kc, a, lda, out)
   GemmPackFn pack_b;                // (trans, kc, nc, b, ldb, out)
 };
+
+// The widest wide[r][j] (index j) of at most `vectors` vectors: callers cover a run of whole
+// vectors with the widest kernels first.
+inline int wide_index(const GemmKernels& g, int r, int64_t vectors) {
+  int j = kWideWidths - 1;
+  while (j > 0 && (g.wide[r][j] == nullptr || (int64_t(1) << j) > vectors)) --j;
+  return j;
+}
 
 // softmax.hpp / exp.hpp: row kernels (contracts there).
 struct SoftmaxKernels {

@@ -35,6 +35,10 @@ const Shape kShapes[] = {
     {"scores_QKt", 4096, 4096, 64, 1, Transpose::trans},
     {"PV", 4096, 64, 4096, 1, Transpose::no_trans},
     {"decode_qKt", 1, 4096, 128, 1, Transpose::trans},
+    // Decode's P V (a GEMV: one probability row against V), and a 4-token step through a
+    // d_model 1024 projection.
+    {"decode_PV", 1, 128, 4096, 1, Transpose::no_trans},
+    {"few_tokens_proj", 4, 1024, 1024, 1, Transpose::no_trans},
     {"batched", 64, 64, 64, 256, Transpose::trans},
     {"batched", 512, 512, 512, 8, Transpose::no_trans},
 };

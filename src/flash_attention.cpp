@@ -68,7 +68,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Few stacked rows (decode): S by dot products with K and Q read in place (Q is not packed),
 // P V with V read in place.
 bool few_rows(const arch::GemmKernels& gk, int64_t rows) { return rows <= 2 * gk.dot_rows; }
-static_assert(2 * arch::kMaxDotRows <= arch::kMaxWideRows, "few rows take the wide P V kernels");
 
 int64_t valid_len(const tessera_attention_desc& d, int64_t b) {
   return d.kv_lens ? d.kv_lens[b] : d.kv_len;
@@ -178,16 +177,18 @@ TESSERA_ALWAYS_INLINE void prefetch_row(const float* p, int64_t n) {
 }
 
 // O += P V for few rows (decode): V is read in place, once, row after row, by the wide
-// kernels (GemmKernels::wide): with NR columns a single query row had NV FMA chains, each as
+// kernels (GemmKernels::wide; panels of more rows by the NR-column kernel, which has chains
+// enough): with NR columns a single query row had NV FMA chains, each as
 // long as the tile, and the four NR panels of d = 128 read V as four strided streams that
 // needed software prefetching; a whole row of V (up to 8 vectors) per call gives 8 chains and
 // one sequential stream the hardware prefetcher follows. Measured (AVX-512, 1 thread,
 // interleaved, medians): decode 32 heads x d = 128, kv 512 (in L3) 28.0 -> 36.7 GFLOP/s, kv
 // 4096 11.9 -> 15.1, kv 32768 11.9 -> 14.2. Columns past the last whole vector (head dims that
 // are not a multiple of W) go through a zero-padded packed panel.
-void pv_few_rows(const arch::GemmKernels& gk, int64_t W, const tessera_attention_desc& d,
-                 int64_t rows, const float* vtile, const int64_t* extent, TileState& st) {
-  const int64_t MR = gk.mr, Dv = d.value_dim, ldv = d.v_stride[2];
+void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, int64_t rows,
+                 const float* vtile, const int64_t* extent, TileState& st) {
+  const int64_t MR = gk.mr, NR = gk.nr, W = gk.simd_floats, Dv = d.value_dim;
+  const int64_t ldv = d.v_stride[2];
   for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
     const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
     const int64_t r = std::min(MR, rows - ir);
@@ -196,12 +197,16 @@ void pv_few_rows(const arch::GemmKernels& gk, int64_t W, const tessera_attention
     const float* vsrc = vtile + k0 * ldv;
     float* o_rows = st.o + ir * Dv;
     int64_t c0 = 0;
-    for (int64_t vectors = Dv / W; vectors > 0;) {
-      int j = arch::kWideWidths - 1;
-      while (j > 0 && (!gk.wide[r][j] || (int64_t(1) << j) > vectors)) --j;
-      const int64_t nr = (int64_t(1) << j) * W;
-      gk.wide[r][j](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, nr, 1.0f, 1.0f);
-      c0 += nr, vectors -= int64_t(1) << j;
+    if (r <= arch::kMaxWideRows) {
+      for (int64_t vectors = Dv / W; vectors > 0;) {
+        const int j = arch::wide_index(gk, int(r), vectors);
+        const int64_t nr = (int64_t(1) << j) * W;
+        gk.wide[r][j](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, nr, 1.0f, 1.0f);
+        c0 += nr, vectors -= int64_t(1) << j;
+      }
+    } else {
+      for (; c0 + NR <= Dv; c0 += NR)
+        gk.strided[r](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, NR, 1.0f, 1.0f);
     }
     if (c0 < Dv) {
       gk.pack_b(false, k1 - k0, Dv - c0, vsrc + c0, ldv, st.vp);
@@ -411,7 +416,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       st.m[r] = m_new;
     }
     if (few_rows(gk, rows)) {
-      pv_few_rows(gk, W, d, rows, vbase + j0 * d.v_stride[2], extent.data(), st);
+      pv_few_rows(gk, d, rows, vbase + j0 * d.v_stride[2], extent.data(), st);
       continue;
     }
     // O += P V: P read in place (rows kBK apart, a constant of the kernel), V packed per tile

@@ -100,6 +100,58 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   for_grid(row_blocks, col_blocks, parallel, body);
 }
 
+// ---- few rows of A times B in place: the wide kernels --------------------------------------
+// m <= 4 (GEMV-like: decode's P V, a batch of a few tokens through a projection). The NR-column
+// kernel gave one row only NV FMA chains, each k long, and read B as n / NR strided streams;
+// the wide kernels (up to 8 vectors) give 8 chains and read a whole row of a 128-column B as
+// one stream. The columns split into one contiguous run of whole vectors per thread (a static
+// partition, as gemm_dot's); each call covers the widest run the table has; columns past the
+// last whole vector are packed into a zero-padded panel (B is read in place only within its
+// rows). Every C element is one accumulator lane summing k in order, so the sums do not depend
+// on the split or the widths. AVX-512, interleaved, medians, GFLOP/s NR panels -> wide (oneDNN
+// in the same runs): 1 x 128 x 4096 1 thread 26.2 -> 52.4 (42.5), 2 threads 52.9 -> 70.8
+// (90.2); 4 x 1024 x 1024 1 thread 57.0 -> 100.2 (96.2), 2 threads 101.8 -> 158.1 (163.9).
+// (Without the kernel's B prefetches the 4-row product ran ~20-30% faster, its 64-column
+// strips hopping 4 KB rows, but whole 128-column rows ~14% slower, decode's P V among them.)
+Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+  const int64_t W = kt.simd_floats, vectors = p.n / W, r = p.m;
+  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
+  std::atomic<bool> oom{false};
+  auto columns = [&](int64_t v0, int64_t v1, bool tail) {
+    for (int64_t v = v0; v < v1;) {
+      const int j = arch::wide_index(kt, int(r), v1 - v);
+      kt.wide[r][j](p.k, p.a, a_rs, a_cs, p.b + v * W, p.ldb, p.c + v * W, p.ldc,
+                    (int64_t(1) << j) * W, p.alpha, p.beta);
+      v += int64_t(1) << j;
+    }
+    const int64_t j = vectors * W;
+    if (!tail || j == p.n) return;
+    float* buf = thread_scratch(ScratchSlot::gemm_b).floats(size_t(p.k * kt.nr));
+    if (!buf) {
+      oom = true;
+      return;
+    }
+    kt.pack_b(false, p.k, p.n - j, p.b + j, p.ldb, buf);
+    kt.wide[r][0](p.k, p.a, a_rs, a_cs, buf, kt.nr, p.c + j, p.ldc, p.n - j, p.alpha, p.beta);
+  };
+  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
+  const int64_t slices = std::min<int64_t>(threads, vectors);
+  if (slices <= 1) {
+    columns(0, vectors, true);
+  } else {
+    tbb::this_task_arena::isolate([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<int64_t>(0, slices, 1),
+          [&](const tbb::blocked_range<int64_t>& s) {
+            for (int64_t t = s.begin(); t < s.end(); ++t)
+              columns(t * vectors / slices, (t + 1) * vectors / slices, t == slices - 1);
+          },
+          tbb::static_partitioner());
+    });
+  }
+  return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel") : Status::ok;
+}
+
 // ---- A read in place (no packing of A): few rows, small and mid-size products -----------------
 // B not transposed with every row starting on a 64-byte line.
 bool b_rows_aligned(const GemmProblem& p) {
@@ -324,24 +376,25 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     return Status::ok;
   }
   // Few rows: pack nothing of A (packing would cost as much as the product); B^T is then best
-  // read as dot products along k, B as rows in place. Small products run by one thread read B in
-  // place when its rows span at most L1 (b_span_fits_l1), else take the blocked path, whose one
-  // packing step for all of B beat packing it panel by panel (64^3: 2-3%). Run by several, they
-  // skip the shared packing of B: its own fork-join would double the scheduling cost of a product
-  // that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240 without). Mid-size products (A
-  // and B within 4 MB, k > 128) whose B rows are 64-byte aligned read both operands in place too:
-  // no packing, no pack fork-join, one pass over C, the B rows' strides covered by the
-  // micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s blocked -> in place:
-  // 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300; from a 16-byte
-  // aligned B in place ran ~10% slower than blocked, and with A and B beyond L2 (2048^3, 2 threads)
-  // 300 -> 170. Short k stays blocked (rows outer: C rows). Prepacked B always takes the blocked
-  // path, whose KC blocks its layout follows.
+  // read as dot products along k, B by the wide kernels in place (A^T with B^T: NR panels). Small
+  // products run by one thread read B in place when its rows span at most L1 (b_span_fits_l1), else
+  // take the blocked path, whose one packing step for all of B beat packing it panel by panel
+  // (64^3: 2-3%). Run by several, they skip the shared packing of B: its own fork-join would double
+  // the scheduling cost of a product that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240
+  // without). Mid-size products (A and B within 4 MB, k > 128) whose B rows are 64-byte aligned
+  // read both operands in place too: no packing, no pack fork-join, one pass over C, the B rows'
+  // strides covered by the micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s
+  // blocked -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300;
+  // from a 16-byte aligned B in place ran ~10% slower than blocked, and with A and B beyond L2
+  // (2048^3, 2 threads) 300 -> 170. Short k stays blocked (rows outer: C rows). Prepacked B always
+  // takes the blocked path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(kt, p, parallel);
   const bool few_rows = p.m <= 2 * kt.dot_rows;
   if (few_rows && p.tb && !p.ta) {
     gemm_dot(kt, p, parallel);
     return Status::ok;
   }
+  if (few_rows && !p.tb && p.m <= arch::kMaxWideRows) return gemm_wide(kt, p, parallel);
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
   if (few_rows || (small && (parallel || b_span_fits_l1(p))) || (mid && b_rows_aligned(p)))

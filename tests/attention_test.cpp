@@ -292,9 +292,10 @@ TEST_P(Attention, DecodeChunksAgainstReference) {
     }
 }
 
-// Few stacked rows (1..8: one query against groups of 1..8 heads) take the wide P V kernels,
-// whose widths (1, 2, 4, 8 vectors) depend on the rows; value dims that need every width, and a
-// tail past the last whole vector, on both the one-tile and the split-KV paths.
+// Few stacked rows (1..8: one query against groups of 1..8 heads): up to 4 take the wide P V
+// kernels, whose widths (1, 2, 4, 8 vectors) depend on the rows, more the NR-column kernel;
+// value dims that need every width, and a tail past the last whole vector, on both the
+// one-tile and the split-KV paths.
 TEST_P(Attention, FewRowsEveryValueWidth) {
   uint32_t seed = 450;
   for (int64_t group = 1; group <= 8; ++group)

@@ -76,6 +76,7 @@ KernelTable make_table(const char* name) {
   GemmKernels& g = t.gemm;
   g.mr = G.mr;
   g.nr = G.nv * W;
+  g.simd_floats = W;
   g.kc = G.kc;
   g.mc = G.mc;
   g.nc = G.nc;
