@@ -57,8 +57,9 @@ struct GemmKernels {
   GemmStridedFn wide[kMaxWideRows + 1][kWideWidths];
   GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols[r]
   GemmDotFn dot1[kMaxDotRows + 1];  // [r]: r x 1
-  GemmPackFn pack_a;                // (trans, mc, kc, a, lda, out)
-  GemmPackFn pack_b;                // (trans, kc, nc, b, ldb, out)
+  GemmDotFn dot_stream;  // as dot[1], B rows visited in order: a B streamed once from memory
+  GemmPackFn pack_a;     // (trans, mc, kc, a, lda, out)
+  GemmPackFn pack_b;     // (trans, kc, nc, b, ldb, out)
 };
 
 // The widest wide[r][j] (index j) of at most `vectors` vectors: callers cover a run of whole

@@ -341,10 +341,11 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       const int64_t R = gk.dot_rows, ldk = d.k_stride[2];
       for (int64_t i = 0; i < rows; i += R) {
         const int64_t r = std::min(R, rows - i), J = gk.dot_cols[r];
+        // One row reads each K row once, from memory in decode: the in-order kernel.
+        const arch::GemmDotFn dot = r == 1 ? gk.dot_stream : gk.dot[r];
         int64_t j = 0;
         for (; j + J <= n; j += J)
-          gk.dot[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale,
-                    0.0f);
+          dot(D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale, 0.0f);
         for (; j < n; ++j)
           gk.dot1[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale,
                      0.0f);
