@@ -53,7 +53,7 @@ struct GemmKernels {
   GemmPackedFn rows_bk[kMaxMR + 1];
   // [r][j]: as strided, r rows x (1 << j) vectors of columns; for few rows of A against a B
   // read in place (decode's P V), where NR columns would give too few independent FMA chains
-  // (one row: NV). Null where r (1 << j) exceeds the ISA's wide_acc; j = 0 is always there.
+  // (one row: NV). Null past the ISA's wide_acc and wide_nv (blocking.hpp); j = 0 is always there.
   GemmStridedFn wide[kMaxWideRows + 1][kWideWidths];
   GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols[r]
   GemmDotFn dot1[kMaxDotRows + 1];  // [r]: r x 1

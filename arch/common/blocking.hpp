@@ -14,9 +14,12 @@ struct GemmBlocking {
   int mr, nv;  // register tile: mr rows x nv vectors of columns (NR = nv * floats per vector)
   int kc, mc, nc;
   int dot_rows, dot_cols;  // the dot-product kernel's tile (few rows of A, B transposed)
-  // Accumulators of the wide few-row kernels (GemmKernels::wide): r rows x nv vectors with
-  // r nv <= wide_acc, leaving registers for the broadcast and the B loads.
-  int wide_acc;
+  // The wide few-row kernels (GemmKernels::wide): r rows x nv vectors with r nv <= wide_acc
+  // accumulators and nv <= wide_nv, leaving registers for the broadcast and the B vectors (x86
+  // folds B into the FMA as a memory operand; NEON holds each in a register). Checked in the
+  // disassembly of the k loops (no stack accesses): 24 accumulators spilled 3 q registers per
+  // k step on AArch64 (3 x 8), and 1 x 8 spilled on ARMv7.
+  int wide_acc, wide_nv;
 };
 
 // AVX-512 (Skylake-SP .. Emerald Rapids: 32 zmm, L1d 32-48 KB, L2 1-2 MB per core).
@@ -29,7 +32,7 @@ struct GemmBlocking {
 //   768 (512^3 and 1024^3 alike); the micro-kernel alone on an L2 block is flat from 192 to 512.
 //   MC 336 (24 panels): A block 336 x 512 x 4 B = 672 KB, a third of a 2 MB L2.
 //   NC 4096: B block 512 x 4096 x 4 B = 8 MB, in L3.
-inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24};
+inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8};
 
 // AVX2 + FMA (Haswell .. Zen: 16 ymm, L1d 32 KB, L2 256 KB-1 MB).
 //   6 x 16: 12 accumulators + 2 B vectors + 1 broadcast = 15 ymm.
@@ -37,22 +40,22 @@ inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24};
 //   where it is not); as on AVX-512, fewer passes over C: 1024^3 on 1 thread (TESSERA_ISA=avx2
 //   on this AVX-512 machine) 73 GFLOP/s with KC 256, 80 with KC 512 (85% of the AVX2 peak).
 //   MC 144 (24 panels): 144 x 512 x 4 B = 288 KB, within a 1 MB L2 (just over a 256 KB one).
-inline constexpr GemmBlocking kAvx2Gemm{6, 2, 512, 144, 4096, 2, 4, 12};
+inline constexpr GemmBlocking kAvx2Gemm{6, 2, 512, 144, 4096, 2, 4, 12, 8};
 
 // SSE2 (no FMA: multiply then add, one temporary): 16 xmm.
 //   4 x 8: 8 accumulators + 2 B + 1 broadcast + 1 product = 12 xmm.
 //   KC 256: 256 x 8 x 4 B = 8 KB; MC 128: 128 KB.
-inline constexpr GemmBlocking kSse2Gemm{4, 2, 256, 128, 4096, 2, 4, 12};
+inline constexpr GemmBlocking kSse2Gemm{4, 2, 256, 128, 4096, 2, 4, 12, 8};
 
 // AArch64 NEON (Cortex-A53 .. Neoverse N1: 32 q registers, L1d 32-64 KB, L2 128 KB-1 MB).
 //   8 x 12: 24 accumulators + 3 B vectors + 2 A vectors (lane-indexed FMA) = 29 q.
 //   KC 256: 256 x 12 x 4 B = 12 KB; MC 128 (16 panels): 128 KB, half of a 256 KB L2.
 //   NC 3072 (= 256 NR): 3 MB B block.
-inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4, 24};
+inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4, 16, 8};
 
 // ARMv7 NEON with VFPv4 (Cortex-A7/A9/A15: 16 q registers, L1d 32 KB, L2 256-512 KB).
 //   4 x 8: 8 accumulators + 2 B + 1 broadcast = 11 q (no lane-indexed vfma on ARMv7).
 //   KC 256: 8 KB; MC 64: 64 KB.
-inline constexpr GemmBlocking kNeon32Gemm{4, 2, 256, 64, 2048, 2, 4, 12};
+inline constexpr GemmBlocking kNeon32Gemm{4, 2, 256, 64, 2048, 2, 4, 8, 4};
 
 }  // namespace tessera::arch

@@ -38,7 +38,7 @@ void fill_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
 
 template <class Arch, const GemmBlocking& G, int R, int J>
 constexpr GemmStridedFn wide_kernel() {
-  if constexpr (J == 0 || (R << J) <= G.wide_acc)
+  if constexpr (J == 0 || ((R << J) <= G.wide_acc && (1 << J) <= G.wide_nv))
     return &gemm_ukernel<Arch, R, (1 << J)>;
   else
     return nullptr;
