@@ -43,6 +43,7 @@
 #include "../arch/common/prefetch.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
+#include "gemm_driver.hpp"
 #include "scratch.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/softmax.hpp"
@@ -187,8 +188,7 @@ TESSERA_ALWAYS_INLINE void prefetch_row(const float* p, int64_t n) {
 // are not a multiple of W) go through a zero-padded packed panel.
 void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, int64_t rows,
                  const float* vtile, const int64_t* extent, TileState& st) {
-  const int64_t MR = gk.mr, NR = gk.nr, W = gk.simd_floats, Dv = d.value_dim;
-  const int64_t ldv = d.v_stride[2];
+  const int64_t MR = gk.mr, NR = gk.nr, Dv = d.value_dim, ldv = d.v_stride[2];
   for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
     const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
     const int64_t r = std::min(MR, rows - ir);
@@ -196,18 +196,13 @@ void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, i
     const float* p = st.s + ir * kBK + k0;
     const float* vsrc = vtile + k0 * ldv;
     float* o_rows = st.o + ir * Dv;
-    int64_t c0 = 0;
     if (r <= arch::kMaxWideRows) {
-      for (int64_t vectors = Dv / W; vectors > 0;) {
-        const int j = arch::wide_index(gk, int(r), vectors);
-        const int64_t nr = (int64_t(1) << j) * W;
-        gk.wide[r][j](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, nr, 1.0f, 1.0f);
-        c0 += nr, vectors -= int64_t(1) << j;
-      }
-    } else {
-      for (; c0 + NR <= Dv; c0 += NR)
-        gk.strided[r](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, NR, 1.0f, 1.0f);
+      gemm_wide_rows(gk, r, k1 - k0, p, kBK, 1, vsrc, ldv, o_rows, Dv, Dv, 1.0f, 1.0f, st.vp);
+      continue;
     }
+    int64_t c0 = 0;
+    for (; c0 + NR <= Dv; c0 += NR)
+      gk.strided[r](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, NR, 1.0f, 1.0f);
     if (c0 < Dv) {
       gk.pack_b(false, k1 - k0, Dv - c0, vsrc + c0, ldv, st.vp);
       gk.rows_bk[r](k1 - k0, p, st.vp, o_rows + c0, Dv, Dv - c0, 1.0f, 1.0f);

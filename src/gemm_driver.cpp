@@ -114,25 +114,22 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
 // (Without the kernel's B prefetches the 4-row product ran ~20-30% faster, its 64-column
 // strips hopping 4 KB rows, but whole 128-column rows ~14% slower, decode's P V among them.)
 Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
-  const int64_t W = kt.simd_floats, vectors = p.n / W, r = p.m;
+  const int64_t W = kt.simd_floats, vectors = p.n / W;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
   std::atomic<bool> oom{false};
+  // Vectors [v0, v1), and the columns past the last whole vector with the last slice.
   auto columns = [&](int64_t v0, int64_t v1, bool tail) {
-    for (int64_t v = v0; v < v1;) {
-      const int j = arch::wide_index(kt, int(r), v1 - v);
-      kt.wide[r][j](p.k, p.a, a_rs, a_cs, p.b + v * W, p.ldb, p.c + v * W, p.ldc,
-                    (int64_t(1) << j) * W, p.alpha, p.beta);
-      v += int64_t(1) << j;
+    const int64_t n = tail ? p.n - v0 * W : (v1 - v0) * W;
+    float* panel = nullptr;
+    if (n % W != 0) {
+      panel = thread_scratch(ScratchSlot::gemm_b).floats(size_t(p.k * kt.nr));
+      if (!panel) {
+        oom = true;
+        return;
+      }
     }
-    const int64_t j = vectors * W;
-    if (!tail || j == p.n) return;
-    float* buf = thread_scratch(ScratchSlot::gemm_b).floats(size_t(p.k * kt.nr));
-    if (!buf) {
-      oom = true;
-      return;
-    }
-    kt.pack_b(false, p.k, p.n - j, p.b + j, p.ldb, buf);
-    kt.wide[r][0](p.k, p.a, a_rs, a_cs, buf, kt.nr, p.c + j, p.ldc, p.n - j, p.alpha, p.beta);
+    gemm_wide_rows(kt, p.m, p.k, p.a, a_rs, a_cs, p.b + v0 * W, p.ldb, p.c + v0 * W, p.ldc, n,
+                   p.alpha, p.beta, panel);
   };
   const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
   const int64_t slices = std::min<int64_t>(threads, vectors);
@@ -314,6 +311,21 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
 Scratch& thread_scratch(ScratchSlot slot) {
   thread_local Scratch slots[static_cast<int>(ScratchSlot::count)];
   return slots[static_cast<int>(slot)];
+}
+
+void gemm_wide_rows(const GemmKernels& kt, int64_t r, int64_t k, const float* a, int64_t a_rs,
+                    int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,
+                    float alpha, float beta, float* panel) {
+  const int64_t W = kt.simd_floats, whole = n / W * W;
+  for (int64_t j0 = 0; j0 < whole;) {
+    const int j = arch::wide_index(kt, int(r), (whole - j0) / W);
+    const int64_t nr = (int64_t(1) << j) * W;
+    kt.wide[r][j](k, a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, nr, alpha, beta);
+    j0 += nr;
+  }
+  if (whole == n) return;
+  kt.pack_b(false, k, n - whole, b + whole, ldb, panel);
+  kt.wide[r][0](k, a, a_rs, a_cs, panel, kt.nr, c + whole, ldc, n - whole, alpha, beta);
 }
 
 size_t gemm_packed_b_floats(const GemmKernels& kt, int64_t k, int64_t n) {

@@ -27,6 +27,14 @@ struct GemmProblem {
 // parallelise over a batch).
 Status gemm_run(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel = true);
 
+// C[0:r, 0:n] = alpha A B + beta C for r <= arch::kMaxWideRows rows of A (element (i, p) at
+// a[i a_rs + p a_cs]), B read in place (rows ldb apart) by the wide kernels over its whole
+// vectors, widest first; the columns past the last whole vector are packed into `panel`
+// (k x NR floats; unused, and may be null, when n is a multiple of the vector width).
+void gemm_wide_rows(const arch::GemmKernels& kt, int64_t r, int64_t k, const float* a, int64_t a_rs,
+                    int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,
+                    float alpha, float beta, float* panel);
+
 // The prepacked-B layout: for each KC block of k, the NR panels of all n columns.
 size_t gemm_packed_b_floats(const arch::GemmKernels& kt, int64_t k, int64_t n);
 void gemm_pack_b_full(const arch::GemmKernels& kt, bool tb, int64_t k, int64_t n, const float* b,
