@@ -1,0 +1,336 @@
+// Fused attention's task: a block of stacked query rows against the K/V tiles of one KV head
+// (the key loop), with its state carved from thread scratch, its queries staged and its rows
+// finished. The design and the block sizes: flash_attention.cpp.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "../arch/common/prefetch.hpp"
+#include "attention_tile.hpp"
+#include "flash_attention.hpp"
+#include "gemm_driver.hpp"
+#include "scratch.hpp"
+
+namespace tessera::detail::fa {
+namespace {
+
+// Asks for the lines of n floats at p to be brought into L2. (Always inlined: see
+// arch/common/prefetch.hpp.)
+TESSERA_ALWAYS_INLINE void prefetch_row(const float* p, int64_t n) {
+  for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, 2);
+  __builtin_prefetch(p + n - 1, 0, 2);
+}
+
+// O += P V for few rows (decode): V is read in place, once, row after row, by the wide
+// kernels (GemmKernels::wide; panels of more rows by the NR-column kernel, which has chains
+// enough): with NR columns a single query row had NV FMA chains, each as
+// long as the tile, and the four NR panels of d = 128 read V as four strided streams that
+// needed software prefetching; a whole row of V (up to 8 vectors) per call gives 8 chains and
+// one sequential stream the hardware prefetcher follows. Measured (AVX-512, 1 thread,
+// interleaved, medians): decode 32 heads x d = 128, kv 512 (in L3) 28.0 -> 36.7 GFLOP/s, kv
+// 4096 11.9 -> 15.1, kv 32768 11.9 -> 14.2. Columns past the last whole vector (head dims that
+// are not a multiple of W) go through a zero-padded packed panel.
+void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, int64_t rows,
+                 const float* vtile, const int64_t* extent, TileState& st) {
+  const int64_t MR = gk.mr, NR = gk.nr, Dv = d.value_dim, ldv = d.v_stride[2];
+  for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
+    const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
+    const int64_t r = std::min(MR, rows - ir);
+    if (k1 <= k0) continue;
+    const float* p = st.s + ir * kBK + k0;
+    const float* vsrc = vtile + k0 * ldv;
+    float* o_rows = st.o + ir * Dv;
+    if (r <= arch::kMaxWideRows) {
+      gemm_wide_rows(gk, r, k1 - k0, p, kBK, 1, vsrc, ldv, o_rows, Dv, Dv, 1.0f, 1.0f, st.vp);
+      continue;
+    }
+    int64_t c0 = 0;
+    for (; c0 + NR <= Dv; c0 += NR)
+      gk.strided[r](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, NR, 1.0f, 1.0f);
+    if (c0 < Dv) {
+      gk.pack_b(false, k1 - k0, Dv - c0, vsrc + c0, ldv, st.vp);
+      gk.rows_bk[r](k1 - k0, p, st.vp, o_rows + c0, Dv, Dv - c0, 1.0f, 1.0f);
+    }
+  }
+}
+
+// The rows [0, count) of a K or V tile (len floats, ld apart), prefetched in even shares over
+// `steps` calls of step(): one share after each micro-kernel call of a product, so the requests
+// trickle out while the FMAs run. (Issued in one burst per row of the softmax loop, they had
+// stalled on full fill buffers: 2-3% of fused attention at L = 4096, d = 128.)
+struct SpreadPrefetch {
+  const float* base = nullptr;
+  int64_t ld = 0, len = 0, count = 0, share = 0, next = 0;
+
+  SpreadPrefetch() = default;
+  SpreadPrefetch(const float* b, int64_t ld_, int64_t len_, int64_t count_, int64_t steps)
+      : base(b), ld(ld_), len(len_), count(count_), share((count_ + steps - 1) / steps) {}
+  void step() {
+    for (const int64_t e = std::min(count, next + share); next < e; ++next)
+      prefetch_row(base + next * ld, len);
+  }
+  void finish() {
+    for (; next < count; ++next) prefetch_row(base + next * ld, len);
+  }
+};
+
+void load_queries(const tessera_attention_desc& d, const Geometry& g, const float* q, int64_t b,
+                  int64_t hk, int64_t i0, int64_t bq, float* qg) {
+  for (int64_t r = 0; r < g.group * bq; ++r) {
+    const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
+    std::memcpy(qg + r * d.head_dim, q + b * d.q_stride[0] + h * d.q_stride[1] + i * d.q_stride[2],
+                sizeof(float) * size_t(d.head_dim));
+  }
+}
+
+}  // namespace
+
+// The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
+void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
+              int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v, TileState& st) {
+  const tessera_attention_desc& d = g.d;
+  const int64_t rows = g.group * bq, D = d.head_dim, Dv = d.value_dim;
+  const int64_t valid = valid_len(d, b);
+  // The keys any of these rows can see (positions grow with i, so the block's first and last
+  // rows bound the union).
+  int64_t lo_first, hi_first, lo_last, hi_last;
+  visible_range(d, valid, position(d, valid, i0), lo_first, hi_first);
+  visible_range(d, valid, position(d, valid, i0 + bq - 1), lo_last, hi_last);
+  // Tiles sit at kb + t BK whatever the block, and end at min(ke, valid): a row's sums then go
+  // through the same tiles, of the same lengths, however the rows are blocked (the block count
+  // follows the thread count; the vector sums' order depends on a tile's length). Tiles outside
+  // [lo, hi) are invisible to every row of the block and skipped.
+  const int64_t lo = kb + (std::max(kb, std::min(lo_first, lo_last)) - kb) / kBK * kBK;
+  const int64_t hi = std::min(ke, std::max(hi_first, hi_last));
+  const int64_t end = std::min(ke, valid);
+  const float* kbase = k + b * d.k_stride[0] + hk * d.k_stride[1];
+  const float* vbase = v + b * d.v_stride[0] + hk * d.v_stride[1];
+  const arch::SoftmaxKernels& sk = kt.softmax;
+
+  const arch::GemmKernels& gk = kt.gemm;
+  const int64_t MR = gk.mr, NR = gk.nr, W = kt.simd_floats;
+  // Per Q panel key extents of the current tile; grows once per thread, then reused.
+  thread_local std::vector<int64_t> extent;
+  extent.resize(size_t(2 * ((rows + MR - 1) / MR)));
+  // Per chunk of rows (softmax_chunk): the keys of the current tile it reads (tile_windows).
+  const int64_t chunk = softmax_chunk(kt);
+  thread_local std::vector<int64_t> window;
+  window.resize(size_t(2 * ((rows + chunk - 1) / chunk)));
+  // Per Q panel: whether its O rows hold anything yet. The first P V product of a panel stores
+  // (beta = 0) instead of adding to zeros, so O is neither cleared nor read for it (a panel no
+  // tile reaches is never read either: its rows finish with l = 0). L = 256, 1 thread: the
+  // memset and the first product's loads of O were ~2% of the call.
+  thread_local std::vector<uint8_t> o_live;
+  o_live.assign(size_t((rows + MR - 1) / MR), 0);
+  for (int64_t j0 = lo; j0 < hi; j0 += kBK) {
+    const int64_t n = std::min(kBK, end - j0);
+    // A tile every row sees whole needs no per-element pass and no extents. Otherwise (a
+    // diagonal tile) each Q panel's key extent [k0, k1) is computed once, for both products.
+    const bool whole = j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
+    for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
+      extent[2 * t] = 0, extent[2 * t + 1] = n;
+      if (!whole)
+        panel_extent(d, valid, i0, bq, ir, std::min(rows, ir + MR), j0, n, extent[2 * t],
+                     extent[2 * t + 1]);
+    }
+    // S = scale Q K^T: K^T packed per tile, Q packed once per task; a K panel stays in L1
+    // while every Q panel passes it.
+    const float* ktile = kbase + j0 * d.k_stride[2];
+    if (few_rows(gk, rows)) {
+      // Few rows (decode): dot products along d, K read in place, once.
+      const int64_t R = gk.dot_rows, ldk = d.k_stride[2];
+      for (int64_t i = 0; i < rows; i += R) {
+        const int64_t r = std::min(R, rows - i), J = gk.dot_cols[r];
+        // One row reads each K row once, from memory in decode: the in-order kernel.
+        const arch::GemmDotFn dot = r == 1 ? gk.dot_stream : gk.dot[r];
+        int64_t j = 0;
+        for (; j + J <= n; j += J)
+          dot(D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale, 0.0f);
+        for (; j < n; ++j)
+          gk.dot1[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale,
+                     0.0f);
+      }
+    } else {
+      gk.pack_b(true, D, n, ktile, d.k_stride[2], st.kp);
+      // This tile's V rows, fetched into L2 while S is computed (P V reads them next).
+      SpreadPrefetch v_ahead(vbase + j0 * d.v_stride[2], d.v_stride[2], Dv, n,
+                             ceil_div(n, NR) * ceil_div(rows, MR));
+      for (int64_t q = 0; q * NR < n; ++q) {
+        const int64_t nr = std::min(NR, n - q * NR);
+        for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
+          // K panels no row of this Q panel can see are skipped (the mask pass writes -inf).
+          if (q * NR >= extent[2 * t + 1] || q * NR + nr <= extent[2 * t]) continue;
+          // A K panel whose visible keys end within its first vector (a causal diagonal's last
+          // panel, half the time) takes the narrow kernel: the keys past that vector are hidden
+          // from every row of the Q panel, and mask_tile writes them -inf.
+          const int64_t r = std::min(MR, rows - ir);
+          float* s_tile = st.s + ir * kBK + q * NR;
+          const bool narrow = extent[2 * t + 1] - q * NR <= W && W < NR;
+          const int64_t cols = narrow ? std::min(nr, W) : nr;
+          if (st.q_direct)
+            (narrow ? gk.strided_narrow : gk.strided)[r](D, st.q_direct + ir * st.ldq, st.ldq, 1,
+                                                         st.kp + q * NR * D, NR, s_tile, kBK, cols,
+                                                         g.scale, 0.0f);
+          else
+            (narrow ? gk.packed_narrow : gk.packed)[r](D, st.qp + ir * D, st.kp + q * NR * D,
+                                                       s_tile, kBK, cols, g.scale, 0.0f);
+          v_ahead.step();
+        }
+      }
+      v_ahead.finish();
+    }
+    tile_windows(kt, rows, n, whole, extent.data(), window.data());
+    if (g.elementwise || !whole)
+      mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, window.data(), chunk, st.s, kBK);
+
+    // P = exp(S - m_new) for the rows whose new max is finite, in groups of rows (one row's
+    // max-exp-sum chain alone leaves the FMA ports idle); the others (nothing visible yet, a
+    // +inf or NaN score) row by row below.
+    if (whole)
+      sk.attention_rows(rows, n, st.s, kBK, st.m, st.tile_m, st.tile_l);
+    else
+      diagonal_tile_rows(kt, rows, window.data(), st);
+    for (int64_t r = 0; r < rows; ++r) {
+      // Only the row's window holds its scores.
+      const int64_t w0 = window[2 * (r / chunk)], w = window[2 * (r / chunk) + 1] - w0;
+      float* srow = st.s + r * kBK + w0;
+      const float m_old = st.m[r];
+      float m_new = st.tile_m[r], sum = st.tile_l[r];
+      if (!std::isfinite(m_new)) {
+        const float tile_max = sk.max(w, srow);
+        m_new = std::isnan(tile_max) ? m_old : std::max(m_old, tile_max);
+        if (m_new == kInf) st.special[r] = 1.0f;
+        if (m_new == -kInf || m_new == kInf) {  // nothing visible yet, or a special row
+          std::memset(srow, 0, sizeof(float) * size_t(w));
+          continue;
+        }
+        sum = sk.exp_sum(w, srow, 1.0f, m_new, srow);
+      }
+      // Rescale what was accumulated against the old max (nothing yet while it was -inf: the
+      // row's O and l are still the zeros make_state wrote).
+      if (m_new > m_old && m_old != -kInf) {
+        const float c = std::exp(m_old - m_new);
+        st.l[r] *= c;
+        sk.affine(Dv, st.o + r * Dv, c, 0.0f, st.o + r * Dv);
+      }
+      st.l[r] += sum;
+      st.m[r] = m_new;
+    }
+    if (few_rows(gk, rows)) {
+      pv_few_rows(gk, d, rows, vbase + j0 * d.v_stride[2], extent.data(), st);
+      continue;
+    }
+    // O += P V: P read in place (rows kBK apart, a constant of the kernel), V packed per tile
+    // into NR-column panels (a copy of rows; contiguous loads that stay in L1 while every P
+    // panel passes). Meanwhile the next tile's K rows are fetched into L2 (its K^T packing
+    // otherwise waited on them: ~6% of the time at L = 4096, d = 128).
+    const int64_t next_n = std::min(kBK, std::min(hi, end) - (j0 + kBK));
+    SpreadPrefetch k_ahead;
+    if (next_n > 0)
+      k_ahead = SpreadPrefetch(kbase + (j0 + kBK) * d.k_stride[2], d.k_stride[2], D, next_n,
+                               ceil_div(Dv, NR) * ceil_div(rows, MR));
+    for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
+      const int64_t nr = std::min(NR, Dv - c0);
+      gk.pack_b(false, n, nr, vbase + j0 * d.v_stride[2] + c0, d.v_stride[2], st.vp);
+      for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
+        // Only the keys some row of the panel sees: P is 0 elsewhere.
+        const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
+        if (k1 <= k0) continue;
+        gk.rows_bk[std::min(MR, rows - ir)](k1 - k0, st.s + ir * kBK + k0, st.vp + k0 * NR,
+                                            st.o + ir * Dv + c0, Dv, nr, 1.0f,
+                                            o_live[size_t(t)] ? 1.0f : 0.0f);
+        k_ahead.step();
+      }
+    }
+    k_ahead.finish();
+    for (size_t t = 0; t < o_live.size(); ++t) o_live[t] |= extent[2 * t + 1] > extent[2 * t];
+  }
+}
+
+// Carves a task's state out of this thread's scratch; nullptr state on allocation failure.
+bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, int64_t rows,
+                bool merged, TileState& st) {
+  const int64_t D = d.head_dim, Dv = d.value_dim, MR = gk.mr, NR = gk.nr;
+  const int64_t panels_rows = (rows + MR - 1) / MR * MR;
+  const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
+  // Each buffer rounded to 16 floats so every one starts 64-byte aligned.
+  auto r16 = [](int64_t f) { return (f + 15) / 16 * 16; };
+  const int64_t sizes[] = {r16(rows * D),      r16(panels_rows * D),
+                           r16(D * bk_padded), r16(kBK * NR),
+                           r16(rows * kBK),    r16(rows * Dv),
+                           r16(rows),          r16(rows),
+                           r16(rows),          r16(rows),
+                           r16(rows)};
+  int64_t total = 0;
+  for (int64_t z : sizes) total += z;
+  float* p = thread_scratch(ScratchSlot::attention).floats(size_t(total));
+  if (!p) return false;
+  float** slots[] = {&st.qg, &st.qp, &st.kp,      &st.vp,     &st.s,     &st.o,
+                     &st.m,  &st.l,  &st.special, &st.tile_m, &st.tile_l};
+  for (int i = 0; i < 11; ++i) {
+    *slots[i] = p;
+    p += sizes[i];
+  }
+  for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0.0f;
+  // The packed path writes each Q panel's O with its first product (beta = 0, key_loop) and
+  // finish_rows reads only rows that saw a key; the few-row path accumulates into zeros, and
+  // the decode merge (`merged`) reads every row's O, seen or not (0 x garbage could be NaN).
+  if (merged || few_rows(gk, rows)) std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
+  return true;
+}
+
+// The task's queries where key_loop reads them: stacked in qg for the few-row (dot) path, else
+// packed into MR-row panels in qp. Each head's rows are packed straight from Q (rows q_stride[2]
+// apart) when its block starts on a panel boundary; otherwise (a group whose blocks straddle
+// panels) through the stacked copy.
+void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arch::GemmKernels& gk,
+                   const float* q, int64_t b, int64_t hk, int64_t i0, int64_t bq, TileState& st) {
+  const int64_t rows = g.group * bq, D = d.head_dim;
+  st.q_direct = nullptr;
+  if (few_rows(gk, rows)) {
+    load_queries(d, g, q, b, hk, i0, bq, st.qg);
+  } else if (g.group == 1 && d.kv_len <= kBK) {
+    // One K tile: each Q panel meets the packed K^T once per K panel, and packing Q cost more
+    // than reading it in place (L = 256, d = 128, 1 thread: 3% of the call).
+    st.q_direct = q + b * d.q_stride[0] + hk * d.q_stride[1] + i0 * d.q_stride[2];
+    st.ldq = d.q_stride[2];
+  } else if (g.group == 1 || bq % gk.mr == 0) {
+    for (int64_t h = 0; h < g.group; ++h)
+      gk.pack_a(false, bq, D,
+                q + b * d.q_stride[0] + (hk * g.group + h) * d.q_stride[1] + i0 * d.q_stride[2],
+                d.q_stride[2], st.qp + h * bq * D);
+  } else {
+    load_queries(d, g, q, b, hk, i0, bq, st.qg);
+    gk.pack_a(false, rows, D, st.qg, D, st.qp);
+  }
+}
+
+// O / l and lse for every row of a finished task.
+void finish_rows(const Geometry& g, const arch::SoftmaxKernels& sk, int64_t b, int64_t hk,
+                 int64_t i0, int64_t bq, const TileState& st, const float* q, const float* k,
+                 const float* v, float* o) {
+  const tessera_attention_desc& d = g.d;
+  const int64_t Dv = d.value_dim;
+  for (int64_t r = 0; r < g.group * bq; ++r) {
+    const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
+    float* orow = o + b * d.o_stride[0] + h * d.o_stride[1] + i * d.o_stride[2];
+    float* lse = d.lse ? d.lse + (b * d.q_heads + h) * d.q_len + i : nullptr;
+    if (st.special[r] != 0.0f) {
+      attention_row_exact(d, b, h, i, q, k, v, orow, lse);
+      continue;
+    }
+    const float l = st.l[r];
+    if (l > 0.0f || std::isnan(l)) {
+      sk.affine(Dv, st.o + r * Dv, 1.0f / l, 0.0f, orow);
+      if (lse) *lse = st.m[r] + std::log(l);
+    } else {
+      for (int64_t c = 0; c < Dv; ++c) orow[c] = 0.0f;
+      if (lse) *lse = -kInf;
+    }
+  }
+}
+
+}  // namespace tessera::detail::fa
