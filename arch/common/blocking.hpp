@@ -51,6 +51,14 @@ inline constexpr GemmBlocking kSse2Gemm{4, 2, 256, 128, 4096, 2, 4, 12, 8};
 //   8 x 12: 24 accumulators + 3 B vectors + 2 A vectors (lane-indexed FMA) = 29 q.
 //   KC 256: 256 x 12 x 4 B = 12 KB; MC 128 (16 panels): 128 KB, half of a 256 KB L2.
 //   NC 3072 (= 256 NR): 3 MB B block.
+//   The 8 x 12 kernels that read A in place (strided, and fused attention's P rows) take 8 A
+//   elements per k step into 8 registers instead of 2: with 24 accumulators and 3 B vectors that
+//   is 35, and GCC keeps one accumulator on the stack (an ldr q and a str q per k step, which
+//   scripts/check_neon_loops.sh reports). llvm-mca on that loop: 24 cycles per 24 fmla on
+//   Cortex-A72 and Neoverse N1 (the FMA bound: the spill rides the load/store pipes), 78 on
+//   Cortex-A53. Gathering the 8 elements into 2 q registers with lane loads (ld1 {v.s}[i]) frees
+//   the registers but chains each load on the last write of its register: 56 cycles on A72 and
+//   N1, 69 on A53. The spill stays.
 inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4, 16, 8};
 
 // ARMv7 NEON with VFPv4 (Cortex-A7/A9/A15: 16 q registers, L1d 32 KB, L2 256-512 KB).
