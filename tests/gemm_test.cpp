@@ -56,7 +56,10 @@ TEST_P(Gemm, KZeroScalesC) {
 }
 
 TEST_P(Gemm, AttentionShapes) {
-  GemmTester().m(1).n(300).k(128).test();                                   // decode GEMV
+  GemmTester().m(1).n(300).k(128).test();  // decode GEMV
+  // Decode's q K^T, whose one-row kernel has k = 64 and 128 unrolled (gemm_dot_nt_row_k).
+  GemmTester().m(1).n(300).k(128).tb(Transpose::trans).beta(0.3f).pad(3).test();
+  GemmTester().m(1).n(77).k(64).tb(Transpose::trans).alpha(-0.5f).test();
   GemmTester().m(64).n(64).k(64).tb(Transpose::trans).test();               // Q K^T
   GemmTester().m(130).n(40).k(257).beta(1.0f).pad(5).test();                // odd blocks
   GemmTester().m(257).n(65).k(300).ta(Transpose::trans).beta(0.3f).test();  // past the KC edge

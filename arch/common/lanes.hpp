@@ -44,7 +44,8 @@ inline float reduce(xsimd::batch<float, Arch> v, Op op) {
 // per vector costs log2 W swizzles and adds for one result). xsimd 8.1's own haddp swaps lanes
 // 2-3 with 4-5 and 10-11 with 12-13 on AVX-512, hence this.
 template <class Arch, uint32_t D = xsimd::batch<float, Arch>::size / 2>
-inline xsimd::batch<float, Arch> transpose_sum(xsimd::batch<float, Arch>* v) {
+inline __attribute__((always_inline)) xsimd::batch<float, Arch> transpose_sum(
+    xsimd::batch<float, Arch>* v) {
   if constexpr (D == 0) {
     return v[0];
   } else {
