@@ -60,6 +60,9 @@ TEST_P(Gemm, AttentionShapes) {
   // Decode's q K^T, whose one-row kernel has k = 64 and 128 unrolled (gemm_dot_nt_row_k).
   GemmTester().m(1).n(300).k(128).tb(Transpose::trans).beta(0.3f).pad(3).test();
   GemmTester().m(1).n(77).k(64).tb(Transpose::trans).alpha(-0.5f).test();
+  // A few rows (GQA decode's S): the R x 4 dot kernel, also unrolled at k = 64 and 128.
+  GemmTester().m(3).n(50).k(128).tb(Transpose::trans).beta(1.0f).test();
+  GemmTester().m(4).n(33).k(64).tb(Transpose::trans).pad(2).test();
   GemmTester().m(64).n(64).k(64).tb(Transpose::trans).test();               // Q K^T
   GemmTester().m(130).n(40).k(257).beta(1.0f).pad(5).test();                // odd blocks
   GemmTester().m(257).n(65).k(300).ta(Transpose::trans).beta(0.3f).test();  // past the KC edge
