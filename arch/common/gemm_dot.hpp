@@ -13,6 +13,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "fmadd.hpp"
 #include "lanes.hpp"
@@ -21,6 +22,28 @@
 namespace tessera::arch {
 
 inline constexpr int64_t kDotCallsAhead = 4;
+
+// Runs f(std::integral_constant<int, K>{}) when k is one of the head dims attention uses most,
+// K = 64 or 128, and K / W <= 8 (the unrolled kernels below hold an A row of K / W vectors in
+// registers: AVX-512 at both, AVX2 at 64); returns whether it did.
+template <int W, class F>
+TESSERA_ALWAYS_INLINE bool with_fixed_k(int64_t k, F&& f) {
+  if constexpr (128 / W <= 8)
+    if (k == 128) return f(std::integral_constant<int, 128>{}), true;
+  if constexpr (64 / W <= 8)
+    if (k == 64) return f(std::integral_constant<int, 64>{}), true;
+  return false;
+}
+
+// C[0, W) = alpha sums + beta C (beta = 0 never reads C).
+template <class Arch>
+TESSERA_ALWAYS_INLINE void store_sums(xsimd::batch<float, Arch> sums, float* c, float alpha,
+                                      float beta) {
+  using B = xsimd::batch<float, Arch>;
+  B r = sums * B(alpha);
+  if (beta != 0.0f) r = fmadd(B(beta), B::load_unaligned(c), r);
+  r.store_unaligned(c);
+}
 
 // The body of gemm_dot_nt; K > 0: k is K, known at compile time (its steps unrolled, as in
 // gemm_dot_nt_row_k: GQA 32/8 decode at d = 128, 4 rows, AVX-512, interleaved medians of two
@@ -70,10 +93,9 @@ template <class Arch, int R, int NJ>
 void gemm_dot_nt(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                  int64_t ldc, float alpha, float beta) {
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
-  if constexpr (128 / W <= 8)
-    if (k == 128) return gemm_dot_nt_k<Arch, R, NJ, 128>(a, lda, b, ldb, c, ldc, alpha, beta);
-  if constexpr (64 / W <= 8)
-    if (k == 64) return gemm_dot_nt_k<Arch, R, NJ, 64>(a, lda, b, ldb, c, ldc, alpha, beta);
+  if (with_fixed_k<W>(
+          k, [&](auto K) { gemm_dot_nt_k<Arch, R, NJ, K()>(a, lda, b, ldb, c, ldc, alpha, beta); }))
+    return;
   gemm_dot_nt_body<Arch, R, NJ, 0>(k, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 
@@ -132,9 +154,7 @@ __attribute__((noinline)) void gemm_dot_nt_row_k(const float* a, const float* b,
       acc[g] = s0, acc[g + 1] = s1, acc[g + 2] = s2, acc[g + 3] = s3;
     }
   }
-  B r = lanes::transpose_sum<Arch>(acc) * B(alpha);
-  if (beta != 0.0f) r = fmadd(B(beta), B::load_unaligned(c), r);
-  r.store_unaligned(c);
+  store_sums<Arch>(lanes::transpose_sum<Arch>(acc), c, alpha, beta);
 }
 
 // One row of A against W rows of B (W = floats per vector), for the m = 1 decode product.
@@ -158,11 +178,9 @@ void gemm_dot_nt_row(int64_t k, const float* a, int64_t /*lda*/, const float* b,
                      float* c, int64_t /*ldc*/, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
-  // (Where the unrolled A row fits in 8 registers: AVX-512 at both, AVX2 at k = 64.)
-  if constexpr (W % 4 == 0 && 128 / W <= 8)
-    if (k == 128) return gemm_dot_nt_row_k<Arch, 128, kInOrder>(a, b, ldb, c, alpha, beta);
-  if constexpr (W % 4 == 0 && 64 / W <= 8)
-    if (k == 64) return gemm_dot_nt_row_k<Arch, 64, kInOrder>(a, b, ldb, c, alpha, beta);
+  if (with_fixed_k<W>(
+          k, [&](auto K) { gemm_dot_nt_row_k<Arch, K(), kInOrder>(a, b, ldb, c, alpha, beta); }))
+    return;
   B acc[W];
 #pragma GCC unroll 16
   for (int j = 0; j < W; ++j) acc[j] = B(0.0f);
@@ -198,9 +216,7 @@ void gemm_dot_nt_row(int64_t k, const float* a, int64_t /*lda*/, const float* b,
       for (int64_t q = p; q < k; ++q) t[j] += a[q] * b[j * ldb + q];
     sum = B::load_aligned(t);
   }
-  B r = sum * B(alpha);
-  if (beta != 0.0f) r = fmadd(B(beta), B::load_unaligned(c), r);
-  r.store_unaligned(c);
+  store_sums<Arch>(sum, c, alpha, beta);
 }
 
 }  // namespace tessera::arch
