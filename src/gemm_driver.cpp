@@ -58,6 +58,22 @@ void scale_c(const GemmProblem& p, bool parallel) {
   });
 }
 
+// One fixed contiguous share of [0, total) per slice, slice t on its own task (a static
+// partition: a thread keeps the same share across calls): body(begin, end, last slice).
+template <class F>
+void static_slices(int64_t total, int64_t slices, F&& body) {
+  // Isolated, as for_grid: a waiting thread runs only these tasks.
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, slices, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t t = r.begin(); t < r.end(); ++t)
+            body(t * total / slices, (t + 1) * total / slices, t == slices - 1);
+        },
+        tbb::static_partitioner());
+  });
+}
+
 // ---- few rows of A times B^T: dot products, K read in place ------------------------------
 void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const int64_t R = kt.dot_rows;
@@ -86,15 +102,8 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
   const int64_t col_blocks = ceil_div(p.n, kColsPerTask);
   if (threads > 1 && col_blocks >= threads) {
-    tbb::this_task_arena::isolate([&] {
-      tbb::parallel_for(
-          tbb::blocked_range<int64_t>(0, threads, 1),
-          [&](const tbb::blocked_range<int64_t>& r) {
-            for (int64_t t = r.begin(); t < r.end(); ++t)
-              body(0, row_blocks, t * col_blocks / threads, (t + 1) * col_blocks / threads);
-          },
-          tbb::static_partitioner());
-    });
+    static_slices(col_blocks, threads,
+                  [&](int64_t jb0, int64_t jb1, bool) { body(0, row_blocks, jb0, jb1); });
     return;
   }
   for_grid(row_blocks, col_blocks, parallel, body);
@@ -133,19 +142,10 @@ Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   };
   const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
   const int64_t slices = std::min<int64_t>(threads, vectors);
-  if (slices <= 1) {
+  if (slices <= 1)
     columns(0, vectors, true);
-  } else {
-    tbb::this_task_arena::isolate([&] {
-      tbb::parallel_for(
-          tbb::blocked_range<int64_t>(0, slices, 1),
-          [&](const tbb::blocked_range<int64_t>& s) {
-            for (int64_t t = s.begin(); t < s.end(); ++t)
-              columns(t * vectors / slices, (t + 1) * vectors / slices, t == slices - 1);
-          },
-          tbb::static_partitioner());
-    });
-  }
+  else
+    static_slices(vectors, slices, columns);
   return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel") : Status::ok;
 }
 
