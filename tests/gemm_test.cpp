@@ -63,7 +63,13 @@ TEST_P(Gemm, AttentionShapes) {
   // A few rows (GQA decode's S): the R x 4 dot kernel, also unrolled at k = 64 and 128.
   GemmTester().m(3).n(50).k(128).tb(Transpose::trans).beta(1.0f).test();
   GemmTester().m(4).n(33).k(64).tb(Transpose::trans).pad(2).test();
-  GemmTester().m(64).n(64).k(64).tb(Transpose::trans).test();               // Q K^T
+  GemmTester().m(64).n(64).k(64).tb(Transpose::trans).test();  // Q K^T
+  // Decode's P V and other narrow B with a long k: k split at fixed chunks, partial sums added
+  // in chunk order (a partial vector of columns, k past a chunk edge, alpha and beta applied
+  // once at the end).
+  GemmTester().m(1).n(128).k(4096).test();
+  GemmTester().m(3).n(200).k(2049).alpha(-0.5f).beta(0.3f).pad(3).test();
+  GemmTester().m(4).n(7).k(3000).ta(Transpose::trans).beta(1.0f).test();
   GemmTester().m(130).n(40).k(257).beta(1.0f).pad(5).test();                // odd blocks
   GemmTester().m(257).n(65).k(300).ta(Transpose::trans).beta(0.3f).test();  // past the KC edge
 }
@@ -118,7 +124,10 @@ TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
                         {300, 1200, KC + 1, Transpose::no_trans, 4},
                         // few rows against B^T: the dot path's per-thread K ranges
                         {1, 4096, 128, Transpose::trans, 4},
-                        {5, 4001, 130, Transpose::trans, 0}};
+                        {5, 4001, 130, Transpose::trans, 0},
+                        // few rows, narrow B: k split at fixed positions
+                        {1, 128, 4096, Transpose::no_trans, 4},
+                        {3, 200, 2500, Transpose::no_trans, 0}};
   for (const Case& c : cases) {
     const int64_t ldb = c.tb == Transpose::no_trans ? c.n : c.k;
     const auto a = tt::random_vec(size_t(c.m * c.k), 1);
