@@ -74,6 +74,18 @@ void static_slices(int64_t total, int64_t slices, F&& body) {
   });
 }
 
+// static_slices with one slice per thread (at most one per unit of work), or the whole range on
+// the calling thread.
+template <class F>
+void thread_slices(int64_t total, bool parallel, F&& body) {
+  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
+  const int64_t slices = std::min<int64_t>(threads, total);
+  if (slices <= 1)
+    body(int64_t(0), total, true);
+  else
+    static_slices(total, slices, body);
+}
+
 // ---- few rows of A times B^T: dot products, K read in place ------------------------------
 void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const int64_t R = kt.dot_rows;
@@ -159,12 +171,7 @@ Status gemm_wide_k_chunks(const GemmKernels& kt, const GemmProblem& p, bool para
                      p.b + k0 * p.ldb, p.ldb, partial + c * block, p.n, p.n, 1.0f, 0.0f, panel);
     }
   };
-  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
-  const int64_t slices = std::min<int64_t>(threads, chunks);
-  if (slices <= 1)
-    run(0, chunks, true);
-  else
-    static_slices(chunks, slices, run);
+  thread_slices(chunks, parallel, run);
   if (oom) return fail(Status::out_of_memory, "cannot allocate a packed B panel");
   // Chunk 0's block accumulates the others, in chunk order.
   for (int64_t q = 1; q < chunks; ++q)
@@ -199,12 +206,7 @@ Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     gemm_wide_rows(kt, p.m, p.k, p.a, a_rs, a_cs, p.b + v0 * W, p.ldb, p.c + v0 * W, p.ldc, n,
                    p.alpha, p.beta, panel);
   };
-  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
-  const int64_t slices = std::min<int64_t>(threads, vectors);
-  if (slices <= 1)
-    columns(0, vectors, true);
-  else
-    static_slices(vectors, slices, columns);
+  thread_slices(vectors, parallel, columns);
   return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel") : Status::ok;
 }
 
