@@ -3,10 +3,12 @@
 
 #include <cstring>
 
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "dispatch.hpp"
 #include "gemm_check.hpp"
@@ -46,6 +48,24 @@ Status check_packed_alignment(const void* packed) {
 }
 
 const arch::GemmKernels& gemm_kernels() { return detail::active_table().gemm; }
+
+// Asks for the lines of a rows x cols block (rows ld floats apart) to be brought into L2.
+// (Always inlined: GCC deletes calls to an out-of-line function that only prefetches; see
+// arch/common/prefetch.hpp.)
+__attribute__((always_inline)) inline void prefetch_block(const float* p, int64_t rows,
+                                                          int64_t cols, int64_t ld) {
+  if (cols <= 0) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    // Every 16 floats from the row start, and the last float: each line the row touches.
+    const float* row = p + r * ld;
+    for (int64_t j = 0; j < cols; j += 16) __builtin_prefetch(row + j, 0, 2);
+    __builtin_prefetch(row + cols - 1, 0, 2);
+  }
+}
+
+// Items whose A and B together take at most this many bytes ask for the next item's while they
+// run (see sgemm_strided_batched): a quarter of the smallest L2 we target on x86.
+constexpr double kPrefetchNextItemBytes = 128.0 * 1024;
 
 }  // namespace
 
@@ -97,12 +117,32 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
     for (int64_t i = 0; i < batch; ++i) TESSERA_CHECK(detail::gemm_run(kt, item(i)));
     return Status::ok;
   }
+  // Each thread takes one contiguous run of items (they are the same size), and while it
+  // multiplies one it asks for the next one's A and B: a small item's operands come from L3
+  // (the 64^3 x 256 batch is 12 MB), and fetched on demand, by the packing of B^T and the
+  // broadcasts of A, their misses were not hidden by the product's FMAs. 64^3 x 256 with B^T, 1
+  // thread, 10 alternated runs, medians: 132.7 -> 167.4 GFLOP/s and 147.9 -> 169.2; B not
+  // transposed ~3% faster. Prefetching the next C as well changed nothing.
+  const bool prefetch_next =
+      4.0 * (double(m) * double(k) + double(k) * double(n)) <= kPrefetchNextItemBytes;
+  const bool a_rows = ta == Transpose::no_trans, b_rows = tb == Transpose::no_trans;
   std::atomic<int> status{static_cast<int>(Status::ok)};
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(int64_t(0), batch, [&](int64_t i) {
-      const Status s = detail::gemm_run(kt, item(i), /*parallel=*/false);
-      if (s != Status::ok) status = static_cast<int>(s);
-    });
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, batch),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t i = r.begin(); i < r.end(); ++i) {
+            if (prefetch_next && i + 1 < r.end()) {
+              const float* next_a = a + (i + 1) * stride_a;
+              const float* next_b = b + (i + 1) * stride_b;
+              prefetch_block(next_a, a_rows ? m : k, a_rows ? k : m, lda);
+              prefetch_block(next_b, b_rows ? k : n, b_rows ? n : k, ldb);
+            }
+            const Status s = detail::gemm_run(kt, item(i), /*parallel=*/false);
+            if (s != Status::ok) status = static_cast<int>(s);
+          }
+        },
+        tbb::static_partitioner());
   });
   return static_cast<Status>(status.load());
 }
