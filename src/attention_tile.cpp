@@ -17,13 +17,6 @@
 namespace tessera::detail::fa {
 namespace {
 
-// Asks for the lines of n floats at p to be brought into L2. (Always inlined: see
-// arch/common/prefetch.hpp.)
-TESSERA_ALWAYS_INLINE void prefetch_row(const float* p, int64_t n) {
-  for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, 2);
-  __builtin_prefetch(p + n - 1, 0, 2);
-}
-
 // O += P V for few rows (decode): V is read in place, once, row after row, by the wide
 // kernels (GemmKernels::wide; panels of more rows by the NR-column kernel, which has chains
 // enough): with NR columns a single query row had NV FMA chains, each as
@@ -70,10 +63,10 @@ struct SpreadPrefetch {
       : base(b), ld(ld_), len(len_), count(count_), share((count_ + steps - 1) / steps) {}
   void step() {
     for (const int64_t e = std::min(count, next + share); next < e; ++next)
-      prefetch_row(base + next * ld, len);
+      arch::prefetch_span<2>(base + next * ld, len);
   }
   void finish() {
-    for (; next < count; ++next) prefetch_row(base + next * ld, len);
+    for (; next < count; ++next) arch::prefetch_span<2>(base + next * ld, len);
   }
 };
 

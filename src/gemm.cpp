@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "../arch/common/prefetch.hpp"
 #include "dispatch.hpp"
 #include "gemm_check.hpp"
 #include "gemm_driver.hpp"
@@ -50,17 +51,9 @@ Status check_packed_alignment(const void* packed) {
 const arch::GemmKernels& gemm_kernels() { return detail::active_table().gemm; }
 
 // Asks for the lines of a rows x cols block (rows ld floats apart) to be brought into L2.
-// (Always inlined: GCC deletes calls to an out-of-line function that only prefetches; see
-// arch/common/prefetch.hpp.)
 __attribute__((always_inline)) inline void prefetch_block(const float* p, int64_t rows,
                                                           int64_t cols, int64_t ld) {
-  if (cols <= 0) return;
-  for (int64_t r = 0; r < rows; ++r) {
-    // Every 16 floats from the row start, and the last float: each line the row touches.
-    const float* row = p + r * ld;
-    for (int64_t j = 0; j < cols; j += 16) __builtin_prefetch(row + j, 0, 2);
-    __builtin_prefetch(row + cols - 1, 0, 2);
-  }
+  for (int64_t r = 0; r < rows; ++r) arch::prefetch_span<2>(p + r * ld, cols);
 }
 
 // Items whose A and B together take at most this many bytes ask for the next item's while they

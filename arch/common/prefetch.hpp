@@ -20,4 +20,13 @@ TESSERA_ALWAYS_INLINE void prefetch_lines(const float* p) {
   for (int64_t j = 0; j < kFloats; j += 16) __builtin_prefetch(p + j, kRw, kLocality);
 }
 
+// One prefetch per 64-byte line that p[0, n) touches (n known at run time): every 16 floats
+// from p, and the last float, whatever p's alignment. A read prefetch at kLocality.
+template <int kLocality>
+TESSERA_ALWAYS_INLINE void prefetch_span(const float* p, int64_t n) {
+  if (n <= 0) return;
+  for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, kLocality);
+  __builtin_prefetch(p + n - 1, 0, kLocality);
+}
+
 }  // namespace tessera::arch
