@@ -20,12 +20,14 @@ TESSERA_ALWAYS_INLINE void prefetch_lines(const float* p) {
   for (int64_t j = 0; j < kFloats; j += 16) __builtin_prefetch(p + j, kRw, kLocality);
 }
 
-// One prefetch per 64-byte line that p[0, n) touches (n known at run time): every 16 floats
-// from p, and the last float, whatever p's alignment. A read prefetch at kLocality.
-template <int kLocality>
+// One prefetch per kStep floats from p, and one for the last float, whatever p's alignment: a
+// read prefetch at kLocality of the lines p[0, n) touches. kStep = 16 names every 64-byte line;
+// kStep = 32 one line of every aligned 128-byte pair (consecutive addresses 128 bytes apart hit
+// each pair once), for prefetches into L2, whose spatial prefetcher fetches the other line.
+template <int kLocality, int64_t kStep = 16>
 TESSERA_ALWAYS_INLINE void prefetch_span(const float* p, int64_t n) {
   if (n <= 0) return;
-  for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, kLocality);
+  for (int64_t j = 0; j < n; j += kStep) __builtin_prefetch(p + j, 0, kLocality);
   __builtin_prefetch(p + n - 1, 0, kLocality);
 }
 
