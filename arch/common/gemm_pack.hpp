@@ -121,19 +121,22 @@ void pack_columns(int64_t k, int64_t n, const float* src, int64_t ld, float* out
         for (int64_t p = 0; p < k_vec; p += W)
           transpose_block<Arch, 2>(src + (j0 + c) * ld + p, ld, out + p * P + c, P);
     }
+    // What is left: the last k % W steps of the transposed columns (none when W divides k:
+    // walking their P empty ranges was ~10% of packing a 64 x 64 B^T), then the columns after
+    // them, whole, and zero padding.
     const int64_t c_vec = c;
-    // What is left: the last k % W steps of the transposed columns, the columns after them,
-    // and zero padding; nothing, for a whole panel of whole vectors (then the loop below only
-    // walked P empty ranges: ~10% of packing a 64 x 64 B^T).
-    if (c_vec == P && k_vec == k) continue;
-    for (c = 0; c < P; ++c) {
+    if (k_vec < k)
+      for (c = 0; c < c_vec; ++c) {
+        const float* col = src + (j0 + c) * ld;
+        for (int64_t p = k_vec; p < k; ++p) out[p * P + c] = col[p];
+      }
+    for (c = c_vec; c < P; ++c) {
       float* dst = out + c;
-      const int64_t p0 = c < c_vec ? k_vec : 0;
       if (c < cols) {
         const float* col = src + (j0 + c) * ld;
-        for (int64_t p = p0; p < k; ++p) dst[p * P] = col[p];
+        for (int64_t p = 0; p < k; ++p) dst[p * P] = col[p];
       } else {
-        for (int64_t p = p0; p < k; ++p) dst[p * P] = 0.0f;
+        for (int64_t p = 0; p < k; ++p) dst[p * P] = 0.0f;
       }
     }
   }
