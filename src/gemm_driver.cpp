@@ -253,8 +253,14 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
                  kt.pack_b(p.tb, p.k, nr, p.tb ? p.b + j * p.ldb : b, p.ldb, buf);
                  b = buf, ldb = NR;
                }
-               for (int64_t ib = ib0; ib < ib1; ++ib) {
-                 const int64_t i = ib * MR, rows = std::min(MR, p.m - i);
+               // The whole row tiles in one run, then the partial one.
+               const int64_t whole_ib1 = std::min(ib1, p.m / MR);
+               if (whole_ib1 > ib0)
+                 kt.strided_run({whole_ib1 - ib0, MR * a_rs, 0, MR * p.ldc}, p.k,
+                                p.a + ib0 * MR * a_rs, a_rs, a_cs, b, ldb,
+                                p.c + ib0 * MR * p.ldc + j, p.ldc, nr, p.alpha, p.beta);
+               for (int64_t ib = std::max(ib0, whole_ib1); ib < ib1; ++ib) {
+                 const int64_t i = ib * MR, rows = p.m - i;
                  kt.strided[rows](p.k, p.a + i * a_rs, a_rs, a_cs, b, ldb, p.c + i * p.ldc + j,
                                   p.ldc, nr, p.alpha, p.beta);
                }
@@ -338,23 +344,41 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
           const int64_t ic = first_row(ib), mc = first_row(ib + 1) - ic;
           const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
           if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
-          auto tile = [&](int64_t q, int64_t ir) {
+          // Tile (q, ir): B panel q, the MR rows from ir; a run of `count` tiles from it, along
+          // a row of tiles (across B panels) or down a column (across A panels).
+          auto tiles = [&](int64_t q, int64_t ir, int64_t count, bool along_row) {
             const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
             const int64_t rows = std::min(MR, mc - ir);
             const float* b_panel = bp + q * NR * kc;
             float* c = p.c + (ic + ir) * p.ldc + j;
-            if (pack_a)
-              kt.packed[rows](kc, a_buf + ir * kc, b_panel, c, p.ldc, nr, p.alpha, beta);
-            else
-              kt.strided[rows](kc, a_src + ir * a_rs, a_rs, a_cs, b_panel, NR, c, p.ldc, nr,
-                               p.alpha, beta);
+            const float* a = pack_a ? a_buf + ir * kc : a_src + ir * a_rs;
+            if (count > 1) {
+              const arch::TileRun run =
+                  along_row ? arch::TileRun{count, 0, NR * kc, NR}
+                            : arch::TileRun{count, pack_a ? MR * kc : MR * a_rs, 0, MR * p.ldc};
+              if (pack_a)
+                kt.packed_run(run, kc, a, b_panel, c, p.ldc, nr, p.alpha, beta);
+              else
+                kt.strided_run(run, kc, a, a_rs, a_cs, b_panel, NR, c, p.ldc, nr, p.alpha, beta);
+            } else if (pack_a) {
+              kt.packed[rows](kc, a, b_panel, c, p.ldc, nr, p.alpha, beta);
+            } else {
+              kt.strided[rows](kc, a, a_rs, a_cs, b_panel, NR, c, p.ldc, nr, p.alpha, beta);
+            }
           };
+          // Runs take whole tiles only: the panels with all NR columns, the rows of whole MR.
+          const int64_t whole_q1 = std::max(q0, std::min(q1, nc / NR)), whole_rows = mc / MR * MR;
           if (rows_outer) {
-            for (int64_t ir = 0; ir < mc; ir += MR)
-              for (int64_t q = q0; q < q1; ++q) tile(q, ir);
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              const int64_t q_rest = ir < whole_rows ? whole_q1 : q0;
+              if (q_rest > q0) tiles(q0, ir, q_rest - q0, true);
+              for (int64_t q = q_rest; q < q1; ++q) tiles(q, ir, 1, true);
+            }
           } else {
-            for (int64_t q = q0; q < q1; ++q)
-              for (int64_t ir = 0; ir < mc; ir += MR) tile(q, ir);
+            for (int64_t q = q0; q < q1; ++q) {
+              if (whole_rows > 0) tiles(q, 0, whole_rows / MR, false);
+              if (whole_rows < mc) tiles(q, whole_rows, 1, false);
+            }
           }
         }
       });

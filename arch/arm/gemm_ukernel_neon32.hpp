@@ -46,6 +46,9 @@ struct Neon32PackedKernel {
   static constexpr GemmPackedFn get() {
     return &gemm_ukernel_packed_neon32_dup<MR, R, NV>;
   }
+  static constexpr GemmPackedRunFn run() {
+    return &packed_run_of<&gemm_ukernel_packed_neon32_dup<MR, MR, NV>>;
+  }
 };
 
 }  // namespace tessera::arch

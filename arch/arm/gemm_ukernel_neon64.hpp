@@ -56,6 +56,12 @@ struct Neon64PackedKernel {
     else
       return &gemm_ukernel_packed<xsimd::neon64, MR, R, NV>;
   }
+  static constexpr GemmPackedRunFn run() {
+    if constexpr (MR % 4 == 0)
+      return &packed_run_of<&gemm_ukernel_packed_neon64_lane<MR, MR, NV>>;
+    else
+      return &gemm_ukernel_packed_run<xsimd::neon64, MR, NV>;
+  }
 };
 
 }  // namespace tessera::arch

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "../kernels.hpp"
 #include "fmadd.hpp"
 #include "prefetch.hpp"
 
@@ -201,6 +202,20 @@ void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
     ukernel_body<Arch, R, NV>(kc, AColumns{a, a_cs}, b, ldb, c, ldc, nr, alpha, beta);
 }
 
+// gemm_ukernel<Arch, R, NV> over a run of tiles (TileRun), the walker chosen once.
+template <class Arch, int R, int NV>
+void gemm_ukernel_run(const TileRun& run, int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                      const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha,
+                      float beta) {
+  if (a_cs == 1) {
+    for (int64_t t = 0; t < run.count; ++t, a += run.a_step, b += run.b_step, c += run.c_step)
+      ukernel_body<Arch, R, NV>(kc, ARows<R>(a, a_rs), b, ldb, c, ldc, nr, alpha, beta);
+  } else {
+    for (int64_t t = 0; t < run.count; ++t, a += run.a_step, b += run.b_step, c += run.c_step)
+      ukernel_body<Arch, R, NV>(kc, AColumns{a, a_cs}, b, ldb, c, ldc, nr, alpha, beta);
+  }
+}
+
 // A read in place with rows LDA floats apart (a constant: fused attention's P tile), B a packed
 // panel. With the row stride a runtime value the 14 row addresses did not fit the general
 // registers next to the loop's own (the compiler reloaded offsets from the stack every k step,
@@ -220,6 +235,23 @@ void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, i
                          int64_t nr, float alpha, float beta) {
   constexpr int64_t NRB = NVB * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
   ukernel_body<Arch, R, NV>(kc, AFixed<1, MR>{a}, b, NRB, c, ldc, nr, alpha, beta);
+}
+
+// An ISA's own packed kernel for whole tiles over a run of tiles (TileRun).
+template <GemmPackedFn Tile>
+void packed_run_of(const TileRun& run, int64_t kc, const float* a, const float* b, float* c,
+                   int64_t ldc, int64_t nr, float alpha, float beta) {
+  for (int64_t t = 0; t < run.count; ++t, a += run.a_step, b += run.b_step, c += run.c_step)
+    Tile(kc, a, b, c, ldc, nr, alpha, beta);
+}
+
+// gemm_ukernel_packed<Arch, MR, MR, NV> over a run of tiles (TileRun).
+template <class Arch, int MR, int NV>
+void gemm_ukernel_packed_run(const TileRun& run, int64_t kc, const float* a, const float* b,
+                             float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
+  constexpr int64_t NR = NV * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
+  for (int64_t t = 0; t < run.count; ++t, a += run.a_step, b += run.b_step, c += run.c_step)
+    ukernel_body<Arch, MR, NV>(kc, AFixed<1, MR>{a}, b, NR, c, ldc, nr, alpha, beta);
 }
 
 }  // namespace tessera::arch

@@ -25,6 +25,7 @@ struct DefaultPackedKernel {
   static constexpr GemmPackedFn get() {
     return &gemm_ukernel_packed<Arch, MR, R, NV>;
   }
+  static constexpr GemmPackedRunFn run() { return &gemm_ukernel_packed_run<Arch, MR, NV>; }
 };
 
 template <class Arch, const GemmBlocking& G, class Packed, int... R>
@@ -34,6 +35,8 @@ void fill_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.strided_narrow[R + 1] = &gemm_ukernel<Arch, R + 1, 1>), ...);
   ((k.packed_narrow[R + 1] = &gemm_ukernel_packed<Arch, G.mr, R + 1, 1, G.nv>), ...);
   ((k.rows_bk[R + 1] = &gemm_ukernel_rows_lda<Arch, kAttentionBK, R + 1, G.nv>), ...);
+  k.packed_run = Packed::run();
+  k.strided_run = &gemm_ukernel_run<Arch, G.mr, G.nv>;
 }
 
 template <class Arch, const GemmBlocking& G, int R, int J>
