@@ -20,6 +20,9 @@ struct GemmBlocking {
   // disassembly of the k loops (no stack accesses): 24 accumulators spilled 3 q registers per
   // k step on AArch64 (3 x 8), and 1 x 8 spilled on ARMv7.
   int wide_acc, wide_nv;
+  // Small products run by one thread with B in L1 (B read in place): tiles of small_rows x
+  // small_nv vectors down each column block, as one run; 0 where the MR x NR tile serves them.
+  int small_rows = 0, small_nv = 0;
 };
 
 // AVX-512 (Skylake-SP .. Emerald Rapids: 32 zmm, L1d 32-48 KB, L2 1-2 MB per core).
@@ -32,7 +35,10 @@ struct GemmBlocking {
 //   768 (512^3 and 1024^3 alike); the micro-kernel alone on an L2 block is flat from 192 to 512.
 //   MC 336 (24 panels): A block 336 x 512 x 4 B = 672 KB, a third of a 2 MB L2.
 //   NC 4096: B block 512 x 4096 x 4 B = 8 MB, in L3.
-inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8};
+//   Small products (B in L1, one thread): 4 x 64 tiles, 16 accumulators, 4 broadcasts and 4 B
+//   loads per 16 FMAs; a 64^3 product is 16 of them, all whole, where 14 x 32 leaves an 8-row
+//   tail (see gemm_small in src/gemm_driver.cpp for the measurements).
+inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4};
 
 // AVX2 + FMA (Haswell .. Zen: 16 ymm, L1d 32 KB, L2 256 KB-1 MB).
 //   6 x 16: 12 accumulators + 2 B vectors + 1 broadcast = 15 ymm.

@@ -85,6 +85,11 @@ KernelTable make_table(const char* name) {
   g.mc = G.mc;
   g.nc = G.nc;
   g.dot_rows = G.dot_rows;
+  if constexpr (G.small_rows > 0) {
+    g.small_rows = G.small_rows;
+    g.small_cols = G.small_nv * W;
+    g.small_run = &gemm_ukernel_run<Arch, G.small_rows, G.small_nv>;
+  }
   fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
   fill_wide<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
