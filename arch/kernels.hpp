@@ -64,9 +64,11 @@ struct GemmKernels {
   // 247 -> 258, 4096 x 4096 x 64 (Q K^T) 237 -> 246, and 472 -> 498 on 2 threads.
   GemmPackedRunFn packed_run;
   GemmStridedRunFn strided_run;
-  // A run of small_rows x small_cols tiles (blocking.hpp: small_rows), or null.
+  // A run of small_rows x small_cols tiles (blocking.hpp: small_rows), or null; B^T packed into
+  // small_cols-wide panels for them (pack_b's layout at that width).
   int small_rows, small_cols;
   GemmStridedRunFn small_run;
+  GemmPackFn pack_b_small;
   // Narrow forms, one vector of columns (nr <= simd floats) out of B panels ldb apart: fused
   // attention's S product on a K panel whose visible keys end within its first vector.
   GemmStridedFn strided_narrow[kMaxMR + 1];  // [r]: as strided

@@ -96,29 +96,32 @@ TEST_P(Gemm, BlockEdgesOfTheTable) {
   GemmTester().m(MC + 1).n(n_blocked).k(KC + 1).beta(0.3f).test();
 }
 
-// Small products on one thread with B in L1: runs of the table's small tiles (AVX-512: 4 x 64)
-// down each column block, the wide kernels for the rows and columns past them.
+// Small products on one thread, B in L1 or B^T: runs of the table's small tiles (AVX-512: 4 x 64)
+// down each column block, B read in place (the wide kernels for the rows and columns past them)
+// or B^T packed into panels of the tile's width.
 TEST_P(Gemm, SmallTilesOfTheTable) {
   const auto& g = tessera::detail::active_table().gemm;
   const int64_t R = g.small_rows > 0 ? g.small_rows : g.mr;
   const int64_t NS = g.small_cols > 0 ? g.small_cols : g.nr;
   int combo = 0;
   for (Transpose ta : kTrans)
-    for (int64_t m : {3 * R, 3 * R + 1, 4 * R + 3, 16 * R + 2})
-      for (int64_t n : {NS - 1, NS, NS + 1, 2 * NS + 17}) {
-        const int64_t k = 1 + (m * 5 + n) % 40;
-        GemmTester()
-            .m(m)
-            .n(n)
-            .k(k)
-            .ta(ta)
-            .alpha(combo % 3 == 0 ? -0.5f : 1.0f)
-            .beta(combo % 2 == 0 ? 0.0f : 0.3f)
-            .pad(combo % 4 == 1 ? 3 : 0)
-            .test(uint32_t(combo));
-        ++combo;
-        if (HasFatalFailure()) return;
-      }
+    for (Transpose tb : kTrans)
+      for (int64_t m : {3 * R, 3 * R + 1, 4 * R + 3, 16 * R + 2})
+        for (int64_t n : {NS - 1, NS, NS + 1, 2 * NS + 17}) {
+          const int64_t k = 1 + (m * 5 + n) % 40;
+          GemmTester()
+              .m(m)
+              .n(n)
+              .k(k)
+              .ta(ta)
+              .tb(tb)
+              .alpha(combo % 3 == 0 ? -0.5f : 1.0f)
+              .beta(combo % 2 == 0 ? 0.0f : 0.3f)
+              .pad(combo % 4 == 1 ? 3 : 0)
+              .test(uint32_t(combo));
+          ++combo;
+          if (HasFatalFailure()) return;
+        }
 }
 
 // Mid-size products (A and B within 4 MB, k > 128) read A, and B when its rows are 64-byte

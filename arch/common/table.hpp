@@ -89,6 +89,11 @@ KernelTable make_table(const char* name) {
     g.small_rows = G.small_rows;
     g.small_cols = G.small_nv * W;
     g.small_run = &gemm_ukernel_run<Arch, G.small_rows, G.small_nv>;
+    g.pack_b_small = &gemm_pack_b<Arch, G.small_nv * W>;
+    // The rows past the last small tile take the wide kernel of the same width.
+    static_assert(G.small_rows <= kMaxWideRows + 1 && (G.small_nv & (G.small_nv - 1)) == 0 &&
+                      G.small_nv <= G.wide_nv && (G.small_rows - 1) * G.small_nv <= G.wide_acc,
+                  "small tiles need wide kernels of their width for the rows past them");
   }
   fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
