@@ -35,6 +35,11 @@ struct GemmBlocking {
 //   768 (512^3 and 1024^3 alike); the micro-kernel alone on an L2 block is flat from 192 to 512.
 //   MC 336 (24 panels): A block 336 x 512 x 4 B = 672 KB, a third of a 2 MB L2.
 //   NC 4096: B block 512 x 4096 x 4 B = 8 MB, in L3.
+//   Checked again on Zen 5 (L1d 48 KB, L2 1 MB: the A block then takes two thirds of L2, and a
+//   KC 256 B micro-panel, 32 KB, would stay in L1), 1 thread, alternated rounds, medians,
+//   GFLOP/s at 1024^3 / 2048^3: KC 512 MC 336 255.8 / 253.4; KC 256 250.3 / 243.9; KC 384
+//   253.9 / 244.0; and in another round (base 256.8 / 260.0) MC 168 256.7 / 257.2, KC 384 with
+//   MC 224 254.2 / 248.1. Nothing beat the table.
 //   Small products (B in L1, one thread): 4 x 64 tiles, 16 accumulators, 4 broadcasts and 4 B
 //   loads per 16 FMAs; a 64^3 product is 16 of them, all whole, where 14 x 32 leaves an 8-row
 //   tail (see gemm_small in src/gemm_driver.cpp for the measurements).
