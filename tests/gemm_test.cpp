@@ -19,20 +19,22 @@ const std::vector<int64_t> kEdges = {1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17, 31,
 class Gemm : public tt::IsaTest {};
 TESSERA_INSTANTIATE_PER_ISA(Gemm);
 
-TEST_P(Gemm, EdgeLatticeAllTransposes) {
-  // alpha/beta cycle through the combinations so every shape sees a different one.
+// Every transpose pair over the lattice ms x ns with k = k_of(m, n); alpha and beta cycle through
+// their combinations so that every shape sees a different one, every third with padded leading
+// dimensions.
+template <class KOf>
+void sweep_lattice(const std::vector<int64_t>& ms, const std::vector<int64_t>& ns, KOf k_of) {
   const float alphas[] = {1.0f, -0.5f, 1.0f, 0.0f};
   const float betas[] = {0.0f, 1.0f, 0.3f, 0.3f};
   int combo = 0;
   for (Transpose ta : kTrans)
     for (Transpose tb : kTrans)
-      for (int64_t m : kEdges)
-        for (int64_t n : kEdges) {
-          const int64_t k = kEdges[(m * 7 + n * 3) % kEdges.size()];
+      for (int64_t m : ms)
+        for (int64_t n : ns) {
           GemmTester()
               .m(m)
               .n(n)
-              .k(k)
+              .k(k_of(m, n))
               .ta(ta)
               .tb(tb)
               .alpha(alphas[combo % 4])
@@ -40,8 +42,13 @@ TEST_P(Gemm, EdgeLatticeAllTransposes) {
               .pad(combo % 3 == 0 ? 3 : 0)
               .test(uint32_t(combo));
           ++combo;
-          if (HasFatalFailure()) return;
+          if (::testing::Test::HasFatalFailure()) return;
         }
+}
+
+TEST_P(Gemm, EdgeLatticeAllTransposes) {
+  sweep_lattice(kEdges, kEdges,
+                [](int64_t m, int64_t n) { return kEdges[(m * 7 + n * 3) % kEdges.size()]; });
 }
 
 TEST_P(Gemm, KSweep) {
@@ -103,25 +110,8 @@ TEST_P(Gemm, SmallTilesOfTheTable) {
   const auto& g = tessera::detail::active_table().gemm;
   const int64_t R = g.small_rows > 0 ? g.small_rows : g.mr;
   const int64_t NS = g.small_cols > 0 ? g.small_cols : g.nr;
-  int combo = 0;
-  for (Transpose ta : kTrans)
-    for (Transpose tb : kTrans)
-      for (int64_t m : {3 * R, 3 * R + 1, 4 * R + 3, 16 * R + 2})
-        for (int64_t n : {NS - 1, NS, NS + 1, 2 * NS + 17}) {
-          const int64_t k = 1 + (m * 5 + n) % 40;
-          GemmTester()
-              .m(m)
-              .n(n)
-              .k(k)
-              .ta(ta)
-              .tb(tb)
-              .alpha(combo % 3 == 0 ? -0.5f : 1.0f)
-              .beta(combo % 2 == 0 ? 0.0f : 0.3f)
-              .pad(combo % 4 == 1 ? 3 : 0)
-              .test(uint32_t(combo));
-          ++combo;
-          if (HasFatalFailure()) return;
-        }
+  sweep_lattice({3 * R, 3 * R + 1, 4 * R + 3, 16 * R + 2}, {NS - 1, NS, NS + 1, 2 * NS + 17},
+                [](int64_t m, int64_t n) { return 1 + (m * 5 + n) % 40; });
 }
 
 // Mid-size products (A and B within 4 MB, k > 128) read A, and B when its rows are 64-byte
