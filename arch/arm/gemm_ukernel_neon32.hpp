@@ -49,6 +49,9 @@ struct Neon32PackedKernel {
   static constexpr GemmPackedRunFn run() {
     return &packed_run_of<&gemm_ukernel_packed_neon32_dup<MR, MR, NV>>;
   }
+  static constexpr GemmStridedRunFn strided_run() {
+    return &strided_run_of<&gemm_ukernel<xsimd::neon, MR, NV>>;
+  }
 };
 
 }  // namespace tessera::arch

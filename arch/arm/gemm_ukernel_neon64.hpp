@@ -62,6 +62,9 @@ struct Neon64PackedKernel {
     else
       return &gemm_ukernel_packed_run<xsimd::neon64, MR, NV>;
   }
+  static constexpr GemmStridedRunFn strided_run() {
+    return &strided_run_of<&gemm_ukernel<xsimd::neon64, MR, NV>>;
+  }
 };
 
 }  // namespace tessera::arch

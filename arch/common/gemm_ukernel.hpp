@@ -237,6 +237,18 @@ void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, i
   ukernel_body<Arch, R, NV>(kc, AFixed<1, MR>{a}, b, NRB, c, ldc, nr, alpha, beta);
 }
 
+// A strided kernel over a run of tiles, one call per tile: for ISAs whose general registers
+// cannot hold the run's state beside the k loop's (ARMv7: with gemm_ukernel_run's loop around
+// it, the 4 x 8 k loop reloaded its pointers from the stack, 21 loads per 8 FMAs against 10;
+// AArch64's A^T walker spilled a vector register).
+template <GemmStridedFn Tile>
+void strided_run_of(const TileRun& run, int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                    const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha,
+                    float beta) {
+  for (int64_t t = 0; t < run.count; ++t, a += run.a_step, b += run.b_step, c += run.c_step)
+    Tile(kc, a, a_rs, a_cs, b, ldb, c, ldc, nr, alpha, beta);
+}
+
 // An ISA's own packed kernel for whole tiles over a run of tiles (TileRun).
 template <GemmPackedFn Tile>
 void packed_run_of(const TileRun& run, int64_t kc, const float* a, const float* b, float* c,

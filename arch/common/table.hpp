@@ -18,7 +18,8 @@
 
 namespace tessera::arch {
 
-// The default packed micro-kernel; an ISA may pass its own (NEON64's lane-indexed FMA).
+// The default packed micro-kernel and the runs of whole tiles; an ISA may pass its own
+// (NEON64's lane-indexed FMA; on ARM, runs that call the tile kernel per tile).
 template <class Arch, int MR, int NV>
 struct DefaultPackedKernel {
   template <int R>
@@ -26,6 +27,7 @@ struct DefaultPackedKernel {
     return &gemm_ukernel_packed<Arch, MR, R, NV>;
   }
   static constexpr GemmPackedRunFn run() { return &gemm_ukernel_packed_run<Arch, MR, NV>; }
+  static constexpr GemmStridedRunFn strided_run() { return &gemm_ukernel_run<Arch, MR, NV>; }
 };
 
 template <class Arch, const GemmBlocking& G, class Packed, int... R>
@@ -36,7 +38,7 @@ void fill_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.packed_narrow[R + 1] = &gemm_ukernel_packed<Arch, G.mr, R + 1, 1, G.nv>), ...);
   ((k.rows_bk[R + 1] = &gemm_ukernel_rows_lda<Arch, kAttentionBK, R + 1, G.nv>), ...);
   k.packed_run = Packed::run();
-  k.strided_run = &gemm_ukernel_run<Arch, G.mr, G.nv>;
+  k.strided_run = Packed::strided_run();
 }
 
 template <class Arch, const GemmBlocking& G, int R, int J>
