@@ -271,6 +271,20 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
 }
 
 // ---- small products on one thread, B in L1: runs of the table's small tiles -----------------
+// One column block of the small tiles, B rows ldb apart: the whole tiles as one run, then the
+// rows past them through the wide kernel of the same width (table.hpp checks it exists).
+void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int64_t a_cs,
+                  const float* b, int64_t ldb, float* c, int64_t nr) {
+  const int64_t R = kt.small_rows, whole_rows = p.m / R * R, rest = p.m - whole_rows;
+  if (whole_rows > 0)
+    kt.small_run({whole_rows / R, R * a_rs, 0, R * p.ldc}, p.k, p.a, a_rs, a_cs, b, ldb, c, p.ldc,
+                 nr, p.alpha, p.beta);
+  if (rest > 0)
+    kt.wide[rest][arch::wide_index(kt, int(rest), kt.small_cols / kt.simd_floats)](
+        p.k, p.a + whole_rows * a_rs, a_rs, a_cs, b, ldb, c + whole_rows * p.ldc, p.ldc, nr,
+        p.alpha, p.beta);
+}
+
 // 4 x 64 tiles (AVX-512) down each 64-column block of B, read in place; the rows past the last
 // whole tile and the columns past the last whole block go to the wide kernels. Against the
 // MR x NR path, which leaves an 8-row tail at m = 64 and makes ten calls of 14 x 32 tiles:
@@ -283,43 +297,21 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
 // item per task), alternated medians, against 14 x 32 tiles over 32-column panels: 217.7 ->
 // 231.0 GFLOP/s on 1 thread, 426.7 -> 461.8 on 2. B not transposed but past L1 stays on the
 // MR x NR path: packed into 64-column panels for these tiles, 128^3 ran 2% slower.
-Status gemm_small_bt(const GemmKernels& kt, const GemmProblem& p) {
-  const int64_t R = kt.small_rows, NS = kt.small_cols, W = kt.simd_floats;
-  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  const int64_t whole_rows = p.m / R * R;
-  float* panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n, NS) * p.k));
-  if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B^T");
-  kt.pack_b_small(true, p.k, p.n, p.b, p.ldb, panels);
-  const arch::GemmStridedFn tail =
-      whole_rows < p.m
-          ? kt.wide[p.m - whole_rows][arch::wide_index(kt, int(p.m - whole_rows), NS / W)]
-          : nullptr;
-  for (int64_t j = 0; j < p.n; j += NS) {
-    const float* panel = panels + j * p.k;
-    const int64_t nr = std::min(NS, p.n - j);
-    if (whole_rows > 0)
-      kt.small_run({whole_rows / R, R * a_rs, 0, R * p.ldc}, p.k, p.a, a_rs, a_cs, panel, NS,
-                   p.c + j, p.ldc, nr, p.alpha, p.beta);
-    if (tail)
-      tail(p.k, p.a + whole_rows * a_rs, a_rs, a_cs, panel, NS, p.c + whole_rows * p.ldc + j, p.ldc,
-           nr, p.alpha, p.beta);
-  }
-  return Status::ok;
-}
-
 Status gemm_small(const GemmKernels& kt, const GemmProblem& p) {
-  if (p.tb) return gemm_small_bt(kt, p);
-  const int64_t R = kt.small_rows, NS = kt.small_cols;
+  const int64_t NS = kt.small_cols;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  const int64_t whole_rows = p.m / R * R, whole_cols = p.n / NS * NS;
-  for (int64_t j = 0; j < whole_cols; j += NS) {
-    if (whole_rows > 0)
-      kt.small_run({whole_rows / R, R * a_rs, 0, R * p.ldc}, p.k, p.a, a_rs, a_cs, p.b + j, p.ldb,
-                   p.c + j, p.ldc, NS, p.alpha, p.beta);
-    if (whole_rows < p.m)
-      gemm_wide_rows(kt, p.m - whole_rows, p.k, p.a + whole_rows * a_rs, a_rs, a_cs, p.b + j, p.ldb,
-                     p.c + whole_rows * p.ldc + j, p.ldc, NS, p.alpha, p.beta, nullptr);
+  if (p.tb) {
+    float* panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n, NS) * p.k));
+    if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B^T");
+    kt.pack_b_small(true, p.k, p.n, p.b, p.ldb, panels);
+    for (int64_t j = 0; j < p.n; j += NS)
+      small_column(kt, p, a_rs, a_cs, panels + j * p.k, NS, p.c + j, std::min(NS, p.n - j));
+    return Status::ok;
   }
+  // B in place: whole column blocks only (no read past n); the columns after them below.
+  const int64_t whole_cols = p.n / NS * NS;
+  for (int64_t j = 0; j < whole_cols; j += NS)
+    small_column(kt, p, a_rs, a_cs, p.b + j, p.ldb, p.c + j, NS);
   if (whole_cols == p.n) return Status::ok;
   std::atomic<bool> oom{false};
   float* panel = tail_panel(kt, p.n - whole_cols, p.k, oom);
@@ -405,15 +397,16 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
           const int64_t ic = first_row(ib), mc = first_row(ib + 1) - ic;
           const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
           if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
-          // Tile (q, ir): B panel q, the MR rows from ir; a run of `count` tiles from it, along
-          // a row of tiles (across B panels) or down a column (across A panels).
+          // Tile (q, ir): B panel q, the MR rows from ir (fewer in a partial tile, which is
+          // alone); whole tiles go as a run of `count` from it, along a row of tiles (across B
+          // panels) or down a column (across A panels).
           auto tiles = [&](int64_t q, int64_t ir, int64_t count, bool along_row) {
             const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
             const int64_t rows = std::min(MR, mc - ir);
             const float* b_panel = bp + q * NR * kc;
             float* c = p.c + (ic + ir) * p.ldc + j;
             const float* a = pack_a ? a_buf + ir * kc : a_src + ir * a_rs;
-            if (count > 1) {
+            if (rows == MR) {
               const arch::TileRun run =
                   along_row ? arch::TileRun{count, 0, NR * kc, NR}
                             : arch::TileRun{count, pack_a ? MR * kc : MR * a_rs, 0, MR * p.ldc};
