@@ -81,6 +81,7 @@ TESSERA_ALWAYS_INLINE void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], f
 // before the stores reached them (measured: a stall on the first C load held ~7% of the kernel's
 // time at 2048^3).
 enum class CacheLevel { l1, l2 };
+inline constexpr int kCLineFloats = 16;  // 64-byte lines
 template <int R, int NV, int W, CacheLevel level>
 TESSERA_ALWAYS_INLINE void prefetch_c(float* c, int64_t ldc) {
   // Kept a loop: unrolled (-O3), its 2 R addresses were computed up front and spilled to the
@@ -88,14 +89,16 @@ TESSERA_ALWAYS_INLINE void prefetch_c(float* c, int64_t ldc) {
 #pragma GCC unroll 1
   for (int i = 0; i < R; ++i) {
     float* row = c + i * ldc;
-    if constexpr (level == CacheLevel::l1) {
-      __builtin_prefetch(row, 1, 3);
-      __builtin_prefetch(row + NV * W - 1, 1, 3);
-    } else {
-      // A read prefetch: a write prefetch would go to L1 whatever the hint (prefetchw).
-      __builtin_prefetch(row, 0, 2);
-      __builtin_prefetch(row + NV * W - 1, 0, 2);
-    }
+    // Every line the row's NV W floats touch: one per 16 floats from its start, and the line of
+    // its last float (AVX-512's 64-column rows span 4 or 5 lines).
+    const auto fetch = [](const float* at) __attribute__((always_inline)) {
+      if constexpr (level == CacheLevel::l1)
+        __builtin_prefetch(at, 1, 3);
+      else
+        __builtin_prefetch(at, 0, 2);  // read: a write prefetch goes to L1 whatever the hint
+    };
+    TESSERA_UNROLL for (int j = 0; j < NV * W; j += kCLineFloats) fetch(row + j);
+    fetch(row + NV * W - 1);
   }
 }
 // 32 steps: ~450 cycles of FMAs on AVX-512, well above an L2 hit, well below what evicts.
