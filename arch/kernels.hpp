@@ -84,6 +84,11 @@ struct GemmKernels {
   GemmDotFn dot_stream;  // as dot[1], B rows visited in order: a B streamed once from memory
   GemmPackFn pack_a;     // (trans, mc, kc, a, lda, out)
   GemmPackFn pack_b;     // (trans, kc, nc, b, ldb, out)
+  // Another MR x NR tile, with its own blocking, packers and tile kernels (the fields above
+  // through nc, packed, strided, the runs and the packers), for blocked products with a deep k
+  // and small products on one thread (blocking.hpp: kAvx512DeepGemm); null where the table's
+  // own tile serves them.
+  const GemmKernels* deep;
 };
 
 // The widest wide[r][j] (index j) of at most `vectors` vectors: callers cover a run of whole

@@ -162,8 +162,9 @@ Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t 
   std::strncpy(h.isa, detail::active_table().name, sizeof h.isa - 1);
   h.k = k;
   h.n = n;
-  h.nr = gemm_kernels().nr;
-  h.kc = gemm_kernels().kc;
+  const arch::GemmKernels& blocked = detail::blocked_kernels(gemm_kernels(), k, n);
+  h.nr = blocked.nr;
+  h.kc = blocked.kc;
   std::memcpy(packed, &h, sizeof h);
   // The panels follow the 64-byte header in the caller's float-aligned buffer.
   // cppcheck-suppress invalidPointerCast
@@ -192,7 +193,8 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
     return detail::fail(Status::invalid_argument,
                         "packed was packed for kernel table \"%s\" but \"%s\" is active", h.isa,
                         detail::active_table().name);
-  if (h.nr != gemm_kernels().nr || h.kc != gemm_kernels().kc)
+  const arch::GemmKernels& blocked = detail::blocked_kernels(gemm_kernels(), k, n);
+  if (h.nr != blocked.nr || h.kc != blocked.kc)
     return detail::fail(Status::invalid_argument, "packed was written with another blocking");
   detail::GemmProblem p =
       problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1, beta, c, ldc);

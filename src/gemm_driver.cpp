@@ -444,6 +444,10 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
 
 }  // namespace
 
+const GemmKernels& blocked_kernels(const GemmKernels& kt, int64_t k, int64_t n) {
+  return kt.deep != nullptr && k > 128 && n >= 4 * int64_t(kt.deep->nr) ? *kt.deep : kt;
+}
+
 Scratch& thread_scratch(ScratchSlot slot) {
   thread_local Scratch slots[static_cast<int>(ScratchSlot::count)];
   return slots[static_cast<int>(slot)];
@@ -464,12 +468,13 @@ void gemm_wide_rows(const GemmKernels& kt, int64_t r, int64_t k, const float* a,
   kt.wide[r][0](k, a, a_rs, a_cs, panel, kt.nr, c + whole, ldc, n - whole, alpha, beta);
 }
 
-size_t gemm_packed_b_floats(const GemmKernels& kt, int64_t k, int64_t n) {
-  return size_t(k) * size_t(round_up(n, kt.nr));
+size_t gemm_packed_b_floats(const GemmKernels& table, int64_t k, int64_t n) {
+  return size_t(k) * size_t(round_up(n, blocked_kernels(table, k, n).nr));
 }
 
-void gemm_pack_b_full(const GemmKernels& kt, bool tb, int64_t k, int64_t n, const float* b,
+void gemm_pack_b_full(const GemmKernels& table, bool tb, int64_t k, int64_t n, const float* b,
                       int64_t ldb, float* out) {
+  const GemmKernels& kt = blocked_kernels(table, k, n);
   const int64_t n_padded = round_up(n, kt.nr);
   for (int64_t pc = 0; pc < k; pc += kt.kc) {
     const int64_t kc = std::min<int64_t>(kt.kc, k - pc);
@@ -536,7 +541,7 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   // from a 16-byte aligned B in place ran ~10% slower than blocked, and with A and B beyond L2
   // (2048^3, 2 threads) 300 -> 170. Short k stays blocked (rows outer: C rows). Prepacked B always
   // takes the blocked path, whose KC blocks its layout follows.
-  if (p.b_packed) return gemm_blocked(kt, p, parallel);
+  if (p.b_packed) return gemm_blocked(blocked_kernels(kt, p.k, p.n), p, parallel);
   const bool few_rows = p.m <= 2 * kt.dot_rows;
   if (few_rows && p.tb && !p.ta) {
     gemm_dot(kt, p, parallel);
@@ -546,10 +551,17 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
   if (small && !parallel && kt.small_run && (p.tb || b_span_fits_l1(p))) return gemm_small(kt, p);
-  if (few_rows || (small && (parallel || b_span_fits_l1(p))) || (mid && b_rows_aligned(p)))
-    return gemm_unpacked_a(kt, p, parallel);
-  if (mid && parallel) return gemm_column_split(kt, p);
-  return gemm_blocked(kt, p, parallel);
+  if (few_rows || (small && (parallel || b_span_fits_l1(p))) || (mid && b_rows_aligned(p))) {
+    // A small product on one thread with B past L1 (128^3) reads A in place faster with the
+    // deep tile: 1 thread, alternated medians, 14 x 32 -> 6 x 64: 260.5 -> 268.3 GFLOP/s. On
+    // two threads, with two 64-column panels to share, it ran slower (medians 379 -> 329).
+    const bool serial = !parallel || tbb::this_task_arena::max_concurrency() == 1;
+    const bool deep_small = kt.deep != nullptr && small && !few_rows && serial;
+    return gemm_unpacked_a(deep_small ? *kt.deep : kt, p, parallel);
+  }
+  const GemmKernels& blocked = blocked_kernels(kt, p.k, p.n);
+  if (mid && parallel) return gemm_column_split(blocked, p);
+  return gemm_blocked(blocked, p, parallel);
 }
 
 }  // namespace tessera::detail

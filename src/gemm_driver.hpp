@@ -35,6 +35,12 @@ void gemm_wide_rows(const arch::GemmKernels& kt, int64_t r, int64_t k, const flo
                     int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,
                     float alpha, float beta, float* panel);
 
+// The kernels of a blocked product k deep and n wide: the table's deep tile where it has one,
+// k > 128 (below, rows go outside the panels: see gemm_blocked) and n spans at least 4 of its
+// panels; the table's own tile otherwise (blocking.hpp: kAvx512DeepGemm has the measurements).
+// A function of k and n alone, so that a prepacked B is laid out for the tile that reads it.
+const arch::GemmKernels& blocked_kernels(const arch::GemmKernels& kt, int64_t k, int64_t n);
+
 // The prepacked-B layout: for each KC block of k, the NR panels of all n columns.
 size_t gemm_packed_b_floats(const arch::GemmKernels& kt, int64_t k, int64_t n);
 void gemm_pack_b_full(const arch::GemmKernels& kt, bool tb, int64_t k, int64_t n, const float* b,

@@ -103,6 +103,30 @@ TEST_P(Gemm, BlockEdgesOfTheTable) {
   GemmTester().m(MC + 1).n(n_blocked).k(KC + 1).beta(0.3f).test();
 }
 
+// Blocked products with a deep k take the table's deep tile where it has one (AVX-512: 6 x 64;
+// blocked_kernels), the table's own tile elsewhere: m across that tile's MR edges and one MC
+// block, n past 4 panels across the NR edges, k just past 128 and across KC, all transposes
+// (B^T and misaligned B are packed), then prepacked B in that tile's layout, then the small
+// products that one thread runs on it.
+TEST_P(Gemm, DeepTilesOfTheTable) {
+  const auto& table = tessera::detail::active_table().gemm;
+  const auto& g = table.deep != nullptr ? *table.deep : table;
+  const int64_t MR = g.mr, NR = g.nr, KC = g.kc, MC = g.mc;
+  sweep_lattice({2 * MR - 1, 2 * MR + 1, 3 * MR + 2, 4 * MR + 5}, {4 * NR, 4 * NR + 1, 5 * NR - 1},
+                [&](int64_t m, int64_t n) { return (m + n) % 2 ? int64_t(129) : KC + 1; });
+  GemmTester().m(MC + MR + 1).n(4 * NR + 3).k(2 * KC + 3).beta(0.3f).pad(2).test();
+  for (int64_t k : {int64_t(129), KC - 1, 2 * KC + 1}) {
+    GemmTester().m(2 * MR + 3).n(4 * NR + 5).k(k).packed(true).test(uint32_t(k));
+    GemmTester().m(MR).n(6 * NR - 7).k(k).tb(Transpose::trans).packed(true).beta(1.0f).test();
+    if (HasFatalFailure()) return;
+  }
+  // Small products on one thread with B past L1 read A in place with the same tile.
+  tbb::task_arena(1).execute([&] {
+    sweep_lattice({2 * MR - 1, 3 * MR + 2}, {NR + 1, 2 * NR - 1},
+                  [](int64_t, int64_t) { return int64_t(100); });
+  });
+}
+
 // Small products on one thread, B in L1 or B^T: runs of the table's small tiles (AVX-512: 4 x 64)
 // down each column block, B read in place (the wide kernels for the rows and columns past them)
 // or B^T packed into panels of the tile's width.

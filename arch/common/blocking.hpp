@@ -45,6 +45,31 @@ struct GemmBlocking {
 //   tail (see gemm_small in src/gemm_driver.cpp for the measurements).
 inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4};
 
+// AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,
+// and small products on one thread with B past L1 (the choice: blocked_kernels and gemm_run in
+// src/gemm_driver.cpp).
+//   6 x 64: 24 accumulators + 4 B vectors + 1 broadcast = 29 zmm; per k step 4 loads and 6
+//   broadcasts feed 24 FMAs (0.42 loads per FMA, against 0.57 for 14 x 32), and a tile's C
+//   rows are 6 x 256 contiguous bytes.
+//   KC 1024: half the passes over C of KC 512. The B micro-panel (1024 x 64 x 4 B = 256 KB) and
+//   the A micro-panel (6 x 1024 x 4 B = 24 KB) both stream from L2, 280 B per k step of 12
+//   cycles, within the 64 B per cycle L2 delivers (the kernel prefetches both 16 steps ahead).
+//   MC 168 (28 panels): A block 168 x 1024 x 4 B = 672 KB, which with one B micro-panel
+//   (928 KB) fills a 1 MB L2.
+//   NC 4096: B block 1024 x 4096 x 4 B = 16 MB, in L3.
+//   Zen 5 (L1d 48 KB, L2 1 MB), alternated medians, GFLOP/s:
+//   - 14 x 32 -> 6 x 64, KC 512, MC 336, 1 thread: 1024^3 266.3 -> 272.1, 2048^3 264.4 ->
+//     266.3, 512^3 (16-byte aligned B) 271.8 -> 275.5; 2 threads 1024^3 500.5 -> 506.1,
+//     2048^3 509.2 -> 516.3.
+//   - KC 512 MC 336 -> KC 1024 MC 168, 1 / 2 threads: 1024^3 275.1 -> 277.2 / 514.1 -> 522.2,
+//     2048^3 267.6 -> 272.1 / 505.1 -> 510.1. KC 256: 2-3% slower than 512; KC 768 (MC 216)
+//     and KC 2048 (MC 84) no better than 1024; MC 120 or 252 with KC 1024 the same as 168.
+//   - Where 14 x 32 stays (6 x 64 everywhere, KC 512): k <= 128, rows outer (Q K^T 4096 x 4096
+//     x 64 261.2 -> 247.1); one or two panels (P V 4096 x 64 x 4096 233.3 -> 222.8); the
+//     in-place mid-size path (512^3 with aligned B 264.6 -> 250.3). 12 x 32 (24 accumulators)
+//     fell between the two tiles: 1024^3 266.5, 2048^3 268.5.
+inline constexpr GemmBlocking kAvx512DeepGemm{6, 4, 1024, 168, 4096, 4, 4, 24, 8};
+
 // AVX2 + FMA (Haswell .. Zen: 16 ymm, L1d 32 KB, L2 256 KB-1 MB).
 //   6 x 16: 12 accumulators + 2 B vectors + 1 broadcast = 15 ymm.
 //   KC 512: B micro-panel 512 x 16 x 4 B = 32 KB, L1 on most of these cores (streaming from L2

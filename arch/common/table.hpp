@@ -34,11 +34,35 @@ template <class Arch, const GemmBlocking& G, class Packed, int... R>
 void fill_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.packed[R + 1] = Packed::template get<R + 1>()), ...);
   ((k.strided[R + 1] = &gemm_ukernel<Arch, R + 1, G.nv>), ...);
+  k.packed_run = Packed::run();
+  k.strided_run = Packed::strided_run();
+}
+
+// Fused attention's forms of the MR x NR tile (narrow column counts, P read in place).
+template <class Arch, const GemmBlocking& G, int... R>
+void fill_attention_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.strided_narrow[R + 1] = &gemm_ukernel<Arch, R + 1, 1>), ...);
   ((k.packed_narrow[R + 1] = &gemm_ukernel_packed<Arch, G.mr, R + 1, 1, G.nv>), ...);
   ((k.rows_bk[R + 1] = &gemm_ukernel_rows_lda<Arch, kAttentionBK, R + 1, G.nv>), ...);
-  k.packed_run = Packed::run();
-  k.strided_run = Packed::strided_run();
+}
+
+// The blocking and the MR x NR tile's kernels and packers: what the blocked and in-place
+// drivers need (a deep-product tile is only this).
+template <class Arch, const GemmBlocking& G, class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
+GemmKernels make_tile_kernels() {
+  static_assert(G.mr <= kMaxMR && G.dot_rows <= kMaxDotRows, "tile exceeds the table");
+  constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
+  GemmKernels g{};
+  g.mr = G.mr;
+  g.nr = G.nv * W;
+  g.simd_floats = W;
+  g.kc = G.kc;
+  g.mc = G.mc;
+  g.nc = G.nc;
+  fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
+  g.pack_a = &gemm_pack_a<Arch, G.mr>;
+  g.pack_b = &gemm_pack_b<Arch, G.nv * W>;
+  return g;
 }
 
 template <class Arch, const GemmBlocking& G, int R, int J>
@@ -71,7 +95,6 @@ void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
 
 template <class Arch, const GemmBlocking& G, class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
 KernelTable make_table(const char* name) {
-  static_assert(G.mr <= kMaxMR && G.dot_rows <= kMaxDotRows, "tile exceeds the table");
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
   KernelTable t{};
   t.name = name;
@@ -80,12 +103,7 @@ KernelTable make_table(const char* name) {
   t.peak_flops_per_iter = 2 * kPeakAccumulators * W;
 
   GemmKernels& g = t.gemm;
-  g.mr = G.mr;
-  g.nr = G.nv * W;
-  g.simd_floats = W;
-  g.kc = G.kc;
-  g.mc = G.mc;
-  g.nc = G.nc;
+  g = make_tile_kernels<Arch, G, Packed>();
   g.dot_rows = G.dot_rows;
   if constexpr (G.small_rows > 0) {
     g.small_rows = G.small_rows;
@@ -97,11 +115,9 @@ KernelTable make_table(const char* name) {
                       G.small_nv <= G.wide_nv && (G.small_rows - 1) * G.small_nv <= G.wide_acc,
                   "small tiles need wide kernels of their width for the rows past them");
   }
-  fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
+  fill_attention_ukernels<Arch, G>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
   fill_wide<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
-  g.pack_a = &gemm_pack_a<Arch, G.mr>;
-  g.pack_b = &gemm_pack_b<Arch, G.nv * W>;
 
   SoftmaxKernels& sm = t.softmax;
   sm.exp = &exp_array<Arch>;

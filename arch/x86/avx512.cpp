@@ -5,7 +5,12 @@
 namespace tessera::arch {
 
 const KernelTable& avx512_table() {
-  static const KernelTable table = make_table<xsimd::avx512f, kAvx512Gemm>("avx512");
+  static const GemmKernels deep = make_tile_kernels<xsimd::avx512f, kAvx512DeepGemm>();
+  static const KernelTable table = [] {
+    KernelTable t = make_table<xsimd::avx512f, kAvx512Gemm>("avx512");
+    t.gemm.deep = &deep;
+    return t;
+  }();
   return table;
 }
 
