@@ -488,6 +488,11 @@ void gemm_pack_b_full(const GemmKernels& table, bool tb, int64_t k, int64_t n, c
 // from the other core's cache; per slice, each thread packs all of A (A and B are at most 4 MB)
 // and only its own B. 2 threads, operands 16 bytes past a line, interleaved, medians of 6 runs:
 // 256^3 222 -> 266 GFLOP/s, 512^3 240 -> 289; score-shaped products (k = 64) were no better.
+// Large products on the deep tile split the same way when every thread gets at least 4 of its
+// panels (256 columns): each thread then runs its whole k loop without meeting the other at a
+// B-packing fork-join per KC block, at the cost of packing all of A once per thread. 2 threads,
+// alternated medians, GFLOP/s shared blocks -> column slices: 1024^3 516.2 -> 548.9, 2048^3
+// 523.3 -> 534.8 (row slices, each thread packing all of B: 535.9 and 531.6).
 // The sums are those of the blocked path whatever the slicing: a C tile's k loop never splits.
 Status gemm_column_split(const GemmKernels& kt, const GemmProblem& p) {
   const int64_t panels = ceil_div(p.n, kt.nr);
@@ -560,7 +565,9 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     return gemm_unpacked_a(deep_small ? *kt.deep : kt, p, parallel);
   }
   const GemmKernels& blocked = blocked_kernels(kt, p.k, p.n);
-  if (mid && parallel) return gemm_column_split(blocked, p);
+  const bool deep_slices =
+      &blocked != &kt && p.n >= int64_t(4) * blocked.nr * tbb::this_task_arena::max_concurrency();
+  if ((mid || deep_slices) && parallel) return gemm_column_split(blocked, p);
   return gemm_blocked(blocked, p, parallel);
 }
 

@@ -106,8 +106,8 @@ TEST_P(Gemm, BlockEdgesOfTheTable) {
 // Blocked products with a deep k take the table's deep tile where it has one (AVX-512: 6 x 64;
 // blocked_kernels), the table's own tile elsewhere: m across that tile's MR edges and one MC
 // block, n past 4 panels across the NR edges, k just past 128 and across KC, all transposes
-// (B^T and misaligned B are packed), then prepacked B in that tile's layout, then the small
-// products that one thread runs on it.
+// (B^T and misaligned B are packed), column slices per thread, prepacked B in that tile's
+// layout, then the small products that one thread runs on it.
 TEST_P(Gemm, DeepTilesOfTheTable) {
   const auto& table = tessera::detail::active_table().gemm;
   const auto& g = table.deep != nullptr ? *table.deep : table;
@@ -115,6 +115,8 @@ TEST_P(Gemm, DeepTilesOfTheTable) {
   sweep_lattice({2 * MR - 1, 2 * MR + 1, 3 * MR + 2, 4 * MR + 5}, {4 * NR, 4 * NR + 1, 5 * NR - 1},
                 [&](int64_t m, int64_t n) { return (m + n) % 2 ? int64_t(129) : KC + 1; });
   GemmTester().m(MC + MR + 1).n(4 * NR + 3).k(2 * KC + 3).beta(0.3f).pad(2).test();
+  // Past 4 MB with 4 panels per thread: column slices, one serial blocked product each.
+  GemmTester().m(2 * MR + 3).n(8 * NR + 5).k(2 * KC + 3).alpha(-0.5f).beta(1.0f).test();
   for (int64_t k : {int64_t(129), KC - 1, 2 * KC + 1}) {
     GemmTester().m(2 * MR + 3).n(4 * NR + 5).k(k).packed(true).test(uint32_t(k));
     GemmTester().m(MR).n(6 * NR - 7).k(k).tb(Transpose::trans).packed(true).beta(1.0f).test();
