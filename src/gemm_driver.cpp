@@ -516,6 +516,11 @@ Status gemm_column_split(const GemmKernels& kt, const GemmProblem& p) {
   return Status::ok;
 }
 
+// Large products take column slices (gemm_column_split) on at most this many threads: each
+// slice is one more read of all of A from memory, and past 4 (not measured here) the shared
+// blocks of gemm_blocked stay.
+constexpr int kMaxDeepSlices = 4;
+
 // Mid-size products: A and B together at most this much (read in place when B is aligned,
 // else split by columns on several threads; see gemm_run).
 constexpr double kMidOperandBytes = 4.0 * (1 << 20);
@@ -565,8 +570,9 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     return gemm_unpacked_a(deep_small ? *kt.deep : kt, p, parallel);
   }
   const GemmKernels& blocked = blocked_kernels(kt, p.k, p.n);
+  const int threads = tbb::this_task_arena::max_concurrency();
   const bool deep_slices =
-      &blocked != &kt && p.n >= int64_t(4) * blocked.nr * tbb::this_task_arena::max_concurrency();
+      &blocked != &kt && threads <= kMaxDeepSlices && p.n >= int64_t(4) * blocked.nr * threads;
   if ((mid || deep_slices) && parallel) return gemm_column_split(blocked, p);
   return gemm_blocked(blocked, p, parallel);
 }
