@@ -487,12 +487,14 @@ void gemm_pack_b_full(const GemmKernels& table, bool tb, int64_t k, int64_t n, c
 // Shared, B was packed in a fork-join of its own before the products and half of it then read
 // from the other core's cache; per slice, each thread packs all of A (A and B are at most 4 MB)
 // and only its own B. 2 threads, operands 16 bytes past a line, interleaved, medians of 6 runs:
-// 256^3 222 -> 266 GFLOP/s, 512^3 240 -> 289; score-shaped products (k = 64) were no better.
-// Large products on the deep tile split the same way when every thread gets at least 4 of its
-// panels (256 columns): each thread then runs its whole k loop without meeting the other at a
-// B-packing fork-join per KC block, at the cost of packing all of A once per thread. 2 threads,
-// alternated medians, GFLOP/s shared blocks -> column slices: 1024^3 516.2 -> 548.9, 2048^3
-// 523.3 -> 534.8 (row slices, each thread packing all of B: 535.9 and 531.6).
+// 256^3 222 -> 266 GFLOP/s, 512^3 240 -> 289 (score-shaped products, k = 64, were no better
+// then; they are now, below).
+// Large products split the same way when every thread gets at least 4 panels: each thread then
+// runs its whole k loop without meeting the other at a B-packing fork-join per KC block, at the
+// cost of packing all of A once per thread. 2 threads, alternated medians, GFLOP/s shared
+// blocks -> column slices: on the deep tile 1024^3 516.2 -> 548.9, 2048^3 523.3 -> 534.8 (row
+// slices, each thread packing all of B: 535.9 and 531.6); Q K^T 4096 x 4096 x 64 486.6 -> 505.4
+// (and 482.7 -> 501.6, 493.0 -> 499.0 in two more rounds).
 // The sums are those of the blocked path whatever the slicing: a C tile's k loop never splits.
 Status gemm_column_split(const GemmKernels& kt, const GemmProblem& p) {
   const int64_t panels = ceil_div(p.n, kt.nr);
@@ -519,7 +521,7 @@ Status gemm_column_split(const GemmKernels& kt, const GemmProblem& p) {
 // Large products take column slices (gemm_column_split) on at most this many threads: each
 // slice is one more read of all of A from memory, and past 4 (not measured here) the shared
 // blocks of gemm_blocked stay.
-constexpr int kMaxDeepSlices = 4;
+constexpr int kMaxColumnSlices = 4;
 
 // Mid-size products: A and B together at most this much (read in place when B is aligned,
 // else split by columns on several threads; see gemm_run).
@@ -571,9 +573,9 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   }
   const GemmKernels& blocked = blocked_kernels(kt, p.k, p.n);
   const int threads = tbb::this_task_arena::max_concurrency();
-  const bool deep_slices =
-      &blocked != &kt && threads <= kMaxDeepSlices && p.n >= int64_t(4) * blocked.nr * threads;
-  if ((mid || deep_slices) && parallel) return gemm_column_split(blocked, p);
+  const bool wide_slices =
+      threads > 1 && threads <= kMaxColumnSlices && p.n >= int64_t(4) * blocked.nr * threads;
+  if ((mid || wide_slices) && parallel) return gemm_column_split(blocked, p);
   return gemm_blocked(blocked, p, parallel);
 }
 

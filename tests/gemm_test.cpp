@@ -97,6 +97,8 @@ TEST_P(Gemm, BlockEdgesOfTheTable) {
     GemmTester().m(m).n(2 * NR + 1).k(129).ta(Transpose::trans).beta(1.0f).test();
     if (HasFatalFailure()) return;
   }
+  // Short k past the small products, 4 panels per thread: column slices on 2 threads.
+  GemmTester().m(100).n(8 * NR + 5).k(100).tb(Transpose::trans).beta(0.3f).test();
   // B not transposed with A and B past 4 MB (smaller ones are read in place): the blocked path
   // packs B itself, across the KC and MC edges.
   const int64_t n_blocked = (4 << 20) / (4 * (KC + 1)) + NR + 5;
@@ -153,7 +155,8 @@ TEST_P(Gemm, MidSizeInPlaceAndPackedPerTask) {
 }
 
 // Bitwise identical C for 1, 2 and 8 threads on each path: small, mid-size with B in place
-// (aligned) and per column slice (misaligned, B^T), blocked (past 4 MB), and k across KC.
+// (aligned) and per column slice (misaligned, B^T), blocked (past 4 MB), short k (column slices
+// or shared blocks), and k across KC.
 TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
   struct Case {
     int64_t m, n, k;
@@ -166,6 +169,8 @@ TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
                         {203, 256, 2 * KC + 3, Transpose::no_trans, 4},
                         {203, 300, 700, Transpose::trans, 4},
                         {300, 1200, KC + 1, Transpose::no_trans, 4},
+                        // short k: column slices on 2 threads, shared blocks on 8
+                        {150, 600, 64, Transpose::trans, 4},
                         // few rows against B^T: the dot path's per-thread K ranges
                         {1, 4096, 128, Transpose::trans, 4},
                         {5, 4001, 130, Transpose::trans, 0},
