@@ -536,6 +536,7 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   // never changes the sums, so this affects speed only.
   const double operand_bytes = 4.0 * (double(p.m) * p.k + double(p.k) * p.n);
   if (double(p.m) * p.n * p.k < 1.0e6 && operand_bytes < 1.0e6) parallel = false;
+  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
   if (p.alpha == 0.0f || p.k == 0) {
     scale_c(p, parallel);
     return Status::ok;
@@ -567,15 +568,12 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     // A small product on one thread with B past L1 (128^3) reads A in place faster with the
     // deep tile: 1 thread, alternated medians, 14 x 32 -> 6 x 64: 260.5 -> 268.3 GFLOP/s. On
     // two threads, with two 64-column panels to share, it ran slower (medians 379 -> 329).
-    const bool serial = !parallel || tbb::this_task_arena::max_concurrency() == 1;
-    const bool deep_small = kt.deep != nullptr && small && !few_rows && serial;
+    const bool deep_small = kt.deep != nullptr && small && !few_rows && threads == 1;
     return gemm_unpacked_a(deep_small ? *kt.deep : kt, p, parallel);
   }
   const GemmKernels& blocked = blocked_kernels(kt, p.k, p.n);
-  const int threads = tbb::this_task_arena::max_concurrency();
-  const bool wide_slices =
-      threads > 1 && threads <= kMaxColumnSlices && p.n >= int64_t(4) * blocked.nr * threads;
-  if ((mid || wide_slices) && parallel) return gemm_column_split(blocked, p);
+  const bool wide_slices = threads <= kMaxColumnSlices && p.n >= int64_t(4) * blocked.nr * threads;
+  if (threads > 1 && (mid || wide_slices)) return gemm_column_split(blocked, p);
   return gemm_blocked(blocked, p, parallel);
 }
 

@@ -50,7 +50,7 @@ void fill_attention_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
 // drivers need (a deep-product tile is only this).
 template <class Arch, const GemmBlocking& G, class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
 GemmKernels make_tile_kernels() {
-  static_assert(G.mr <= kMaxMR && G.dot_rows <= kMaxDotRows, "tile exceeds the table");
+  static_assert(G.mr <= kMaxMR, "tile exceeds the table");
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
   GemmKernels g{};
   g.mr = G.mr;
@@ -95,6 +95,7 @@ void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
 
 template <class Arch, const GemmBlocking& G, class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
 KernelTable make_table(const char* name) {
+  static_assert(G.dot_rows <= kMaxDotRows, "dot tile exceeds the table");
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
   KernelTable t{};
   t.name = name;
