@@ -42,6 +42,11 @@ using GemmPackedRunFn = void (*)(const TileRun& run, int64_t kc, const float* a_
 using GemmStridedRunFn = void (*)(const TileRun& run, int64_t kc, const float* a, int64_t a_rs,
                                   int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc,
                                   int64_t nr, float alpha, float beta);
+// gemm_rows_stream.hpp: C[0:r, 0:n] = alpha A B + beta C, B streamed row by row, acc r x n
+// floats of scratch.
+using GemmStreamFn = void (*)(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                              int64_t ldb, float* acc, float* c, int64_t ldc, int64_t n,
+                              float alpha, float beta);
 // gemm_dot.hpp: C = alpha A B^T + beta C for r rows and a fixed number of columns.
 using GemmDotFn = void (*)(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                            float* c, int64_t ldc, float alpha, float beta);
@@ -79,6 +84,8 @@ struct GemmKernels {
   // read in place (decode's P V), where NR columns would give too few independent FMA chains
   // (one row: NV). Null past the ISA's wide_acc and wide_nv (blocking.hpp); j = 0 is always there.
   GemmStridedFn wide[kMaxWideRows + 1][kWideWidths];
+  // [r]: r <= kMaxWideRows rows of A against a B beyond L2, n whole vectors.
+  GemmStreamFn rows_stream[kMaxWideRows + 1];
   GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols[r]
   GemmDotFn dot1[kMaxDotRows + 1];  // [r]: r x 1
   GemmDotFn dot_stream;  // as dot[1], B rows visited in order: a B streamed once from memory

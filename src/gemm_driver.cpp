@@ -135,6 +135,11 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
 // (Without the kernel's B prefetches the 4-row product ran ~20-30% faster, its 64-column
 // strips hopping 4 KB rows, but whole 128-column rows ~14% slower, decode's P V among them.)
 //
+// A B past kStreamBBytes is streamed row by row instead (gemm_rows_stream.hpp), each thread's
+// columns over blocks of 8 rows of k: whole 4 KB rows of B are read in turn, where the strips
+// read 256 bytes of every row and ran at ~12 GB/s from L3. 4 x 1024 x 1024 (B 4 MB), medians
+// of 5, GFLOP/s strips -> rows (oneDNN in the same run): 1 thread 23.6 -> 57.0 (44.5), 2
+// threads 48.3 -> 88.7 (76.2). The sums are the wide kernels' (one accumulator, k in order).
 // A narrow B (rows of at most kNarrowRowFloats) is split along k instead, at fixed positions
 // (chunks of kWideKChunk rows: a function of k alone, never of the thread count, as the fused
 // attention's decode chunks are): each chunk's sums go to a partial m x n block, and the blocks
@@ -190,21 +195,39 @@ Status gemm_wide_k_chunks(const GemmKernels& kt, const GemmProblem& p, bool para
   return Status::ok;
 }
 
+// A B past this many bytes is streamed row by row (gemm_rows_stream.hpp) rather than walked in
+// strips: half of a 2 MB L2, so that a B the strips would find in L2 keeps the wide kernels.
+constexpr double kStreamBBytes = 1 << 20;
+
 Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (wide_splits_k(p)) return gemm_wide_k_chunks(kt, p, parallel);
   const int64_t W = kt.simd_floats, vectors = p.n / W;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
+  const bool stream = 4.0 * double(p.k) * double(p.n) > kStreamBBytes;
   std::atomic<bool> oom{false};
   // Vectors [v0, v1), and the columns past the last whole vector with the last slice.
   auto columns = [&](int64_t v0, int64_t v1, bool tail) {
-    const int64_t n = tail ? p.n - v0 * W : (v1 - v0) * W;
+    int64_t n = tail ? p.n - v0 * W : (v1 - v0) * W, j0 = v0 * W;
+    if (stream && v1 > v0) {
+      const int64_t whole = (v1 - v0) * W;
+      float* acc = thread_scratch(ScratchSlot::gemm_a).floats(size_t(p.m * whole));
+      if (!acc) {
+        oom = true;
+        return;
+      }
+      kt.rows_stream[p.m](p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, acc, p.c + j0, p.ldc, whole,
+                          p.alpha, p.beta);
+      j0 += whole, n -= whole;
+      if (n == 0) return;
+    }
     float* panel = tail_panel(kt, n, p.k, oom);
     if (oom) return;
-    gemm_wide_rows(kt, p.m, p.k, p.a, a_rs, a_cs, p.b + v0 * W, p.ldb, p.c + v0 * W, p.ldc, n,
-                   p.alpha, p.beta, panel);
+    gemm_wide_rows(kt, p.m, p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, p.c + j0, p.ldc, n, p.alpha,
+                   p.beta, panel);
   };
   thread_slices(vectors, parallel, columns);
-  return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel") : Status::ok;
+  return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel or the sums")
+             : Status::ok;
 }
 
 // ---- A read in place (no packing of A): few rows, small and mid-size products -----------------

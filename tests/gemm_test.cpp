@@ -154,6 +154,19 @@ TEST_P(Gemm, MidSizeInPlaceAndPackedPerTask) {
       }
 }
 
+// Few rows against a B past 1 MB: B streamed row by row (gemm_rows_stream.hpp), k blocks of
+// the table's KB rows with the rows past the last whole block one at a time (k below, at and
+// past a multiple of 8), the columns past the last whole vector through the wide kernels, A
+// in place either way, every alpha/beta combination (beta = 0 over a NaN-poisoned C), padded
+// leading dimensions.
+TEST_P(Gemm, FewRowsStreamB) {
+  sweep_lattice({1, 2, 3, 4}, {1003, 1024}, [](int64_t m, int64_t n) {
+    return int64_t(262) + (m * 3 + n) % 4;  // 262 .. 265; 262 x 1003 floats > 1 MB
+  });
+  GemmTester().m(4).n(1024).k(1024).beta(0.3f).test();
+  GemmTester().m(2).n(300).k(1000).ta(Transpose::trans).alpha(-0.5f).pad(3).test();
+}
+
 // Bitwise identical C for 1, 2 and 8 threads on each path: small, mid-size with B in place
 // (aligned) and per column slice (misaligned, B^T), blocked (past 4 MB), short k (column slices
 // or shared blocks), and k across KC.
@@ -176,7 +189,10 @@ TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
                         {5, 4001, 130, Transpose::trans, 0},
                         // few rows, narrow B: k split at fixed positions
                         {1, 128, 4096, Transpose::no_trans, 4},
-                        {3, 200, 2500, Transpose::no_trans, 0}};
+                        {3, 200, 2500, Transpose::no_trans, 0},
+                        // few rows, B past 1 MB: streamed rows, columns split per thread
+                        {4, 1024, 1024, Transpose::no_trans, 4},
+                        {3, 1003, 300, Transpose::no_trans, 0}};
   for (const Case& c : cases) {
     const int64_t ldb = c.tb == Transpose::no_trans ? c.n : c.k;
     const auto a = tt::random_vec(size_t(c.m * c.k), 1);

@@ -12,6 +12,7 @@
 #include "blocking.hpp"
 #include "gemm_dot.hpp"
 #include "gemm_pack.hpp"
+#include "gemm_rows_stream.hpp"
 #include "gemm_ukernel.hpp"
 #include "peak.hpp"
 #include "softmax.hpp"
@@ -84,6 +85,11 @@ void fill_wide(GemmKernels& k, std::integer_sequence<int, R...>) {
 }
 
 template <class Arch, const GemmBlocking& G, int... R>
+void fill_rows_stream(GemmKernels& k, std::integer_sequence<int, R...>) {
+  ((k.rows_stream[R + 1] = &gemm_rows_stream<Arch, R + 1, G.wide_acc>), ...);
+}
+
+template <class Arch, const GemmBlocking& G, int... R>
 void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.dot[R + 1] = &gemm_dot_nt<Arch, R + 1, G.dot_cols>), ...);
   ((k.dot_cols[R + 1] = G.dot_cols), ...);
@@ -119,6 +125,7 @@ KernelTable make_table(const char* name) {
   fill_attention_ukernels<Arch, G>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
   fill_wide<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
+  fill_rows_stream<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
 
   SoftmaxKernels& sm = t.softmax;
   sm.exp = &exp_array<Arch>;
