@@ -293,7 +293,7 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
   return Status::ok;
 }
 
-// ---- small products on one thread, B in L1: runs of the table's small tiles -----------------
+// ---- small products on one thread with B^T: runs of the table's small tiles -----------------
 // One column block of the small tiles, B rows ldb apart: the whole tiles as one run, then the
 // rows past them through the wide kernel of the same width (table.hpp checks it exists).
 void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int64_t a_cs,
@@ -308,41 +308,27 @@ void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int
         p.alpha, p.beta);
 }
 
-// 4 x 64 tiles (AVX-512) down each 64-column block of B, read in place; the rows past the last
-// whole tile and the columns past the last whole block go to the wide kernels. Against the
-// MR x NR path, which leaves an 8-row tail at m = 64 and makes ten calls of 14 x 32 tiles:
-// AVX-512, 1 thread, 64^3 with every operand 16 bytes past a line, in one process, medians of
-// 30000 calls: 14 x 32 through the table 271 GFLOP/s, 4 x 64 as one run 281 (OpenBLAS SkylakeX,
-// whose direct kernel takes 4 x 64 tiles, 277).
-//
-// B^T is transposed first into panels of the small tile's width (zero-padded; 16 KB at 64^3),
-// which every tile, partial ones included, reads from L1. The 64^3 x 256 batch with B^T (one
-// item per task), alternated medians, against 14 x 32 tiles over 32-column panels: 217.7 ->
-// 231.0 GFLOP/s on 1 thread, 426.7 -> 461.8 on 2. B not transposed but past L1 stays on the
-// MR x NR path: packed into 64-column panels for these tiles, 128^3 ran 2% slower.
-Status gemm_small(const GemmKernels& kt, const GemmProblem& p) {
+// B^T on one thread, small: transposed first into panels of the small tile's width (4 x 64 on
+// AVX-512; zero-padded, 16 KB at 64^3), which every tile, partial ones included, reads from L1.
+// The 64^3 x 256 batch with B^T (one item per task), alternated medians: on Zen 5, against 14 x
+// 32 tiles over 32-column panels, 217.7 -> 231.0 GFLOP/s on 1 thread, 426.7 -> 461.8 on 2; on
+// Sapphire Rapids, against 14 x 32 tiles over 32-column panels with A in place, 96.7 -> 105.0
+// and 190.3 -> 211.7.
+// B not transposed is read in place by the MR x NR tiles instead (gemm_run). The 4 x 64 tiles
+// in place were faster on Zen 5 (64^3 with every operand 16 bytes past a line, medians of 30000
+// calls: 14 x 32 271 GFLOP/s, 4 x 64 281, OpenBLAS 277), slower on Sapphire Rapids, where a
+// vector load that straddles two lines costs twice and such a B splits every one: 4 x 64 issues
+// 4 of them per 16 FMAs, 14 x 32 2 per 28. The kernels alone on L1-resident operands there:
+// 4 x 64 134.5 GFLOP/s (155.4 from aligned rows), 14 x 32 156.2 (161.5); through sgemm,
+// alternated medians, 64^3 133.8 -> 155.8 on 1 thread (OpenBLAS SkylakeX 147).
+Status gemm_small_bt(const GemmKernels& kt, const GemmProblem& p) {
   const int64_t NS = kt.small_cols;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  if (p.tb) {
-    float* panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n, NS) * p.k));
-    if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B^T");
-    kt.pack_b_small(true, p.k, p.n, p.b, p.ldb, panels);
-    for (int64_t j = 0; j < p.n; j += NS)
-      small_column(kt, p, a_rs, a_cs, panels + j * p.k, NS, p.c + j, std::min(NS, p.n - j));
-    return Status::ok;
-  }
-  // B in place: whole column blocks only (no read past n); the columns after them below.
-  const int64_t whole_cols = p.n / NS * NS;
-  for (int64_t j = 0; j < whole_cols; j += NS)
-    small_column(kt, p, a_rs, a_cs, p.b + j, p.ldb, p.c + j, NS);
-  if (whole_cols == p.n) return Status::ok;
-  std::atomic<bool> oom{false};
-  float* panel = tail_panel(kt, p.n - whole_cols, p.k, oom);
-  if (oom) return fail(Status::out_of_memory, "cannot allocate a packed B panel");
-  for (int64_t i = 0; i < p.m; i += arch::kMaxWideRows)
-    gemm_wide_rows(kt, std::min<int64_t>(arch::kMaxWideRows, p.m - i), p.k, p.a + i * a_rs, a_rs,
-                   a_cs, p.b + whole_cols, p.ldb, p.c + i * p.ldc + whole_cols, p.ldc,
-                   p.n - whole_cols, p.alpha, p.beta, panel);
+  float* panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n, NS) * p.k));
+  if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B^T");
+  kt.pack_b_small(true, p.k, p.n, p.b, p.ldb, panels);
+  for (int64_t j = 0; j < p.n; j += NS)
+    small_column(kt, p, a_rs, a_cs, panels + j * p.k, NS, p.c + j, std::min(NS, p.n - j));
   return Status::ok;
 }
 
@@ -586,12 +572,15 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (few_rows && !p.tb && p.m <= arch::kMaxWideRows) return gemm_wide(kt, p, parallel);
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
-  if (small && !parallel && kt.small_run && (p.tb || b_span_fits_l1(p))) return gemm_small(kt, p);
+  if (small && !parallel && kt.small_run && p.tb) return gemm_small_bt(kt, p);
   if (few_rows || (small && (parallel || b_span_fits_l1(p))) || (mid && b_rows_aligned(p))) {
     // A small product on one thread with B past L1 (128^3) reads A in place faster with the
-    // deep tile: 1 thread, alternated medians, 14 x 32 -> 6 x 64: 260.5 -> 268.3 GFLOP/s. On
-    // two threads, with two 64-column panels to share, it ran slower (medians 379 -> 329).
-    const bool deep_small = kt.deep != nullptr && small && !few_rows && threads == 1;
+    // deep tile: 1 thread, alternated medians, 14 x 32 -> 6 x 64: 260.5 -> 268.3 GFLOP/s (Zen
+    // 5). On two threads, with two 64-column panels to
+    // share, it ran slower (medians 379 -> 329). With B in L1 (64^3, 16 bytes past a line) the
+    // 14 x 32 tile stays: on Sapphire Rapids 155.8 GFLOP/s against 147.3 with 6 x 64.
+    const bool deep_small =
+        kt.deep != nullptr && small && !few_rows && threads == 1 && !b_span_fits_l1(p);
     return gemm_unpacked_a(deep_small ? *kt.deep : kt, p, parallel);
   }
   const GemmKernels& blocked = blocked_kernels(kt, p.k, p.n);

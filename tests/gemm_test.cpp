@@ -131,9 +131,9 @@ TEST_P(Gemm, DeepTilesOfTheTable) {
   });
 }
 
-// Small products on one thread, B in L1 or B^T: runs of the table's small tiles (AVX-512: 4 x 64)
-// down each column block, B read in place (the wide kernels for the rows and columns past them)
-// or B^T packed into panels of the tile's width.
+// Small products on one thread: B^T packed into panels of the small tile's width (AVX-512: 4 x
+// 64) and runs of those tiles down each (the wide kernels for the rows past them); B in L1 read
+// in place by the MR x NR tiles.
 TEST_P(Gemm, SmallTilesOfTheTable) {
   const auto& g = tessera::detail::active_table().gemm;
   const int64_t R = g.small_rows > 0 ? g.small_rows : g.mr;

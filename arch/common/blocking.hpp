@@ -20,8 +20,9 @@ struct GemmBlocking {
   // disassembly of the k loops (no stack accesses): 24 accumulators spilled 3 q registers per
   // k step on AArch64 (3 x 8), and 1 x 8 spilled on ARMv7.
   int wide_acc, wide_nv;
-  // Small products run by one thread with B in L1 (B read in place): tiles of small_rows x
-  // small_nv vectors down each column block, as one run; 0 where the MR x NR tile serves them.
+  // Small products with B^T run by one thread (B^T packed into panels small_nv vectors wide):
+  // tiles of small_rows x small_nv vectors down each panel, as one run; 0 where the MR x NR
+  // tile serves them.
   int small_rows = 0, small_nv = 0;
 };
 
@@ -40,9 +41,10 @@ struct GemmBlocking {
 //   GFLOP/s at 1024^3 / 2048^3: KC 512 MC 336 255.8 / 253.4; KC 256 250.3 / 243.9; KC 384
 //   253.9 / 244.0; and in another round (base 256.8 / 260.0) MC 168 256.7 / 257.2, KC 384 with
 //   MC 224 254.2 / 248.1. Nothing beat the table.
-//   Small products (B in L1, one thread): 4 x 64 tiles, 16 accumulators, 4 broadcasts and 4 B
+//   Small products with B^T (one thread): 4 x 64 tiles, 16 accumulators, 4 broadcasts and 4 B
 //   loads per 16 FMAs; a 64^3 product is 16 of them, all whole, where 14 x 32 leaves an 8-row
-//   tail (see gemm_small in src/gemm_driver.cpp for the measurements).
+//   tail (see gemm_small_bt in src/gemm_driver.cpp for the measurements, and why B in place
+//   keeps 14 x 32).
 inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4};
 
 // AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,
