@@ -532,9 +532,15 @@ Status gemm_column_split(const GemmKernels& kt, const GemmProblem& p) {
 // blocks of gemm_blocked stay.
 constexpr int kMaxColumnSlices = 4;
 
-// Mid-size products: A and B together at most this much (read in place when B is aligned,
-// else split by columns on several threads; see gemm_run).
+// Mid-size products: A and B together at most this much (split by columns on several threads;
+// see gemm_run).
 constexpr double kMidOperandBytes = 4.0 * (1 << 20);
+// Mid-size products with 64-byte aligned B rows read A and B in place up to this much. On
+// Sapphire Rapids (2 MB L2), alternated medians, GFLOP/s, 512^3 aligned (A and B 2 MB) in place
+// -> packed: 149.9 -> 161.6 on 1 thread, 291.8 -> 316.5 on 2; 256^3 aligned (512 KB) stays in
+// place, 170.0 / 315.7 against 163.6 / 282.5 packed from a misaligned B in the same run. (Zen 5
+// had preferred in place up to 4 MB: 512^3 160 -> 162 GFLOP/s, 240 -> 300 on 2 threads.)
+constexpr double kMidInPlaceBytes = 1 << 20;
 
 Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (p.m == 0 || p.n == 0) return Status::ok;
@@ -556,13 +562,13 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   // take the blocked path, whose one packing step for all of B beat packing it panel by panel
   // (64^3: 2-3%). Run by several, they skip the shared packing of B: its own fork-join would double
   // the scheduling cost of a product that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240
-  // without). Mid-size products (A and B within 4 MB, k > 128) whose B rows are 64-byte aligned
-  // read both operands in place too: no packing, no pack fork-join, one pass over C, the B rows'
-  // strides covered by the micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s
-  // blocked -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300;
-  // from a 16-byte aligned B in place ran ~10% slower than blocked, and with A and B beyond L2
-  // (2048^3, 2 threads) 300 -> 170. Short k stays blocked (rows outer: C rows). Prepacked B always
-  // takes the blocked path, whose KC blocks its layout follows.
+  // without). Mid-size products (A and B within 1 MB, k > 128; kMidInPlaceBytes) whose B rows are
+  // 64-byte aligned read both operands in place too: no packing, no pack fork-join, one pass over
+  // C, the B rows' strides covered by the micro-kernel's prefetches. AVX-512, interleaved, best of
+  // runs, GFLOP/s blocked -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 ->
+  // 162, 240 -> 300; from a 16-byte aligned B in place ran ~10% slower than blocked, and with A and
+  // B beyond L2 (2048^3, 2 threads) 300 -> 170. Short k stays blocked (rows outer: C rows).
+  // Prepacked B always takes the blocked path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(blocked_kernels(kt, p.k, p.n), p, parallel);
   const bool few_rows = p.m <= 2 * kt.dot_rows;
   if (few_rows && p.tb && !p.ta) {
@@ -573,7 +579,8 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
   if (small && !parallel && kt.small_run && p.tb) return gemm_small_bt(kt, p);
-  if (few_rows || (small && (parallel || b_span_fits_l1(p))) || (mid && b_rows_aligned(p))) {
+  if (few_rows || (small && (parallel || b_span_fits_l1(p))) ||
+      (mid && b_rows_aligned(p) && operand_bytes <= kMidInPlaceBytes)) {
     // A small product on one thread with B past L1 (128^3) reads A in place faster with the
     // deep tile: 1 thread, alternated medians, 14 x 32 -> 6 x 64: 260.5 -> 268.3 GFLOP/s (Zen
     // 5). On two threads, with two 64-column panels to
