@@ -24,6 +24,11 @@ struct GemmBlocking {
   // tiles of small_rows x small_nv vectors down each panel, as one run; 0 where the MR x NR
   // tile serves them.
   int small_rows = 0, small_nv = 0;
+  // The few-row kernels that stream B row by row (gemm_rows_stream.hpp): A broadcasts held
+  // across a block of B rows, R x KB with KB = stream_bcast / R (at most 8 rows). Twice wide_acc
+  // on x86, whose FMAs take a broadcast the registers do not hold as a memory operand; wide_acc
+  // on NEON, where it would be a spill.
+  int stream_bcast = 0;
 };
 
 // AVX-512 (Skylake-SP .. Emerald Rapids: 32 zmm, L1d 32-48 KB, L2 1-2 MB per core).
@@ -45,7 +50,7 @@ struct GemmBlocking {
 //   loads per 16 FMAs; a 64^3 product is 16 of them, all whole, where 14 x 32 leaves an 8-row
 //   tail (see gemm_small_bt in src/gemm_driver.cpp for the measurements, and why B in place
 //   keeps 14 x 32).
-inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4};
+inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4, 48};
 
 // AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,
 // and small products on one thread with B past L1 (the choice: blocked_kernels and gemm_run in
@@ -78,12 +83,12 @@ inline constexpr GemmBlocking kAvx512DeepGemm{6, 4, 1024, 168, 4096, 4, 4, 24, 8
 //   where it is not); as on AVX-512, fewer passes over C: 1024^3 on 1 thread (TESSERA_ISA=avx2
 //   on this AVX-512 machine) 73 GFLOP/s with KC 256, 80 with KC 512 (85% of the AVX2 peak).
 //   MC 144 (24 panels): 144 x 512 x 4 B = 288 KB, within a 1 MB L2 (just over a 256 KB one).
-inline constexpr GemmBlocking kAvx2Gemm{6, 2, 512, 144, 4096, 2, 4, 12, 8};
+inline constexpr GemmBlocking kAvx2Gemm{6, 2, 512, 144, 4096, 2, 4, 12, 8, 0, 0, 24};
 
 // SSE2 (no FMA: multiply then add, one temporary): 16 xmm.
 //   4 x 8: 8 accumulators + 2 B + 1 broadcast + 1 product = 12 xmm.
 //   KC 256: 256 x 8 x 4 B = 8 KB; MC 128: 128 KB.
-inline constexpr GemmBlocking kSse2Gemm{4, 2, 256, 128, 4096, 2, 4, 12, 8};
+inline constexpr GemmBlocking kSse2Gemm{4, 2, 256, 128, 4096, 2, 4, 12, 8, 0, 0, 24};
 
 // AArch64 NEON (Cortex-A53 .. Neoverse N1: 32 q registers, L1d 32-64 KB, L2 128 KB-1 MB).
 //   8 x 12: 24 accumulators + 3 B vectors + 2 A vectors (lane-indexed FMA) = 29 q.
@@ -97,11 +102,11 @@ inline constexpr GemmBlocking kSse2Gemm{4, 2, 256, 128, 4096, 2, 4, 12, 8};
 //   Cortex-A53. Gathering the 8 elements into 2 q registers with lane loads (ld1 {v.s}[i]) frees
 //   the registers but chains each load on the last write of its register: 56 cycles on A72 and
 //   N1, 69 on A53. The spill stays.
-inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4, 16, 8};
+inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4, 16, 8, 0, 0, 16};
 
 // ARMv7 NEON with VFPv4 (Cortex-A7/A9/A15: 16 q registers, L1d 32 KB, L2 256-512 KB).
 //   4 x 8: 8 accumulators + 2 B + 1 broadcast = 11 q (no lane-indexed vfma on ARMv7).
 //   KC 256: 8 KB; MC 64: 64 KB.
-inline constexpr GemmBlocking kNeon32Gemm{4, 2, 256, 64, 2048, 2, 4, 8, 4};
+inline constexpr GemmBlocking kNeon32Gemm{4, 2, 256, 64, 2048, 2, 4, 8, 4, 0, 0, 8};
 
 }  // namespace tessera::arch

@@ -75,17 +75,15 @@ TESSERA_ALWAYS_INLINE void stream_block(const float* a, int64_t a_rs, int64_t a_
   }
 }
 
-// KB: rows of B per block, at most 8 streams, about twice as many broadcasts as the ISA's wide
-// kernels hold accumulators (wide_acc): past the registers the compiler folds a broadcast into
-// its FMA as a memory operand ({1to16} on AVX-512) or reloads it, a load beside a B stream that
-// waits on L3 anyway. AVX-512, 4 x 1024 x 1024, alternated medians, KB 6 -> 8: 54.8 -> 56.2
-// GFLOP/s on 1 thread, 77.8 -> 88.1 on 2. The prefetch distance mattered less: 32, 64 and 128
-// floats within 1% on 1 thread.
-template <class Arch, int R, int WideAcc>
+// KB: rows of B per block, Broadcasts / R of them (blocking.hpp: stream_bcast), at most 8
+// streams. AVX-512, 4 x 1024 x 1024, alternated medians, KB 6 -> 8: 54.8 -> 56.2 GFLOP/s on 1
+// thread, 77.8 -> 88.1 on 2. The prefetch distance mattered less: 32, 64 and 128 floats within
+// 1% on 1 thread.
+template <class Arch, int R, int Broadcasts>
 void gemm_rows_stream(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
                       int64_t ldb, float* acc, float* c, int64_t ldc, int64_t n, float alpha,
                       float beta) {
-  constexpr int KB = std::clamp(2 * WideAcc / R, 1, 8);
+  constexpr int KB = std::clamp(Broadcasts / R, 1, 8);
   const int64_t whole = k / KB * KB;
   for (int64_t p = 0; p < whole; p += KB)
     stream_block<Arch, R, KB>(a + p * a_cs, a_rs, a_cs, b + p * ldb, ldb, acc, c, ldc, n, p == 0,

@@ -86,7 +86,8 @@ void fill_wide(GemmKernels& k, std::integer_sequence<int, R...>) {
 
 template <class Arch, const GemmBlocking& G, int... R>
 void fill_rows_stream(GemmKernels& k, std::integer_sequence<int, R...>) {
-  ((k.rows_stream[R + 1] = &gemm_rows_stream<Arch, R + 1, G.wide_acc>), ...);
+  static_assert(G.stream_bcast > 0, "blocking.hpp: stream_bcast");
+  ((k.rows_stream[R + 1] = &gemm_rows_stream<Arch, R + 1, G.stream_bcast>), ...);
 }
 
 template <class Arch, const GemmBlocking& G, int... R>
