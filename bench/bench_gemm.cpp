@@ -98,6 +98,7 @@ void register_tessera(const Shape& s, int threads, const char* isa = nullptr) {
                                  const double flops = 2.0 * s.m * s.n * s.k * s.batch;
                                  set_rates(state, flops, 0);
                                  set_peak_fraction(state, flops, threads);
+                                 set_peak_now_fraction(state, flops, threads);
                                  if (isa) tessera::set_isa(default_isa.c_str());
                                })
       ->UseRealTime()

@@ -29,18 +29,16 @@ std::vector<int> thread_counts() {
   return out;
 }
 
-double peak_flops(int threads) {
-  static std::map<std::pair<std::string, int>, double> cache;
+namespace {
+
+// Best of `reps` timed runs of `iters` FMA-loop iterations per thread, every thread busy at once:
+// a ceiling, and on a shared machine interference only ever lowers it (a median taken in a noisy
+// second put 1-thread rows at up to 120% of "peak").
+double measure_peak(int threads, int64_t iters, int reps) {
   const auto& table = tessera::detail::active_table();
-  const auto key = std::make_pair(std::string(table.name), threads);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  // Best of 5 timed runs of ~50 ms per thread, every thread busy at once: a ceiling, and on a
-  // shared machine interference only ever lowers it (a median taken in a noisy second put 1-thread
-  // rows at up to 120% of "peak").
-  const int64_t iters = 4'000'000;
-  std::vector<double> rates;
+  double best = 0;
   tbb::task_arena arena(threads);
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     arena.execute([&] {
       tbb::parallel_for(
@@ -52,14 +50,29 @@ double peak_flops(int threads) {
           tbb::static_partitioner());
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rates.push_back(double(iters) * table.peak_flops_per_iter * threads / s);
+    best = std::max(best, double(iters) * table.peak_flops_per_iter * threads / s);
   }
-  return cache[key] = *std::max_element(rates.begin(), rates.end());
+  return best;
+}
+
+}  // namespace
+
+double peak_flops(int threads) {
+  static std::map<std::pair<std::string, int>, double> cache;
+  const auto key = std::make_pair(std::string(tessera::detail::active_table().name), threads);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  return cache[key] = measure_peak(threads, 4'000'000, 5);  // ~50 ms a run
 }
 
 void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threads) {
   state.counters["peak%"] = benchmark::Counter(100.0 * flops_per_iter / peak_flops(threads),
                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void set_peak_now_fraction(benchmark::State& state, double flops_per_iter, int threads) {
+  const double now = measure_peak(threads, 400'000, 3);
+  state.counters["peak_now%"] = benchmark::Counter(100.0 * flops_per_iter / now,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void register_peak();

@@ -44,6 +44,12 @@ inline void set_rates(benchmark::State& state, double flops, double bytes) {
 double peak_flops(int threads);
 // Adds "peak%" = achieved FLOP/s / peak FLOP/s of the active table (call after the loop).
 void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threads);
+// Adds "peak_now%": against a short peak (~15 ms) taken right after the row's timing loop. The
+// clock of a shared VM drifts by 10-20% over minutes (seen here: the 1-thread peak read 185
+// GFLOP/s at one start and 219 at another), so a row measured minutes after the start can read
+// above 100% "peak%". Tessera's rows only: a peer's worker threads spin for a while after its
+// call (OpenBLAS's for ~0.1 s) and would take the second core from the peak measured after it.
+void set_peak_now_fraction(benchmark::State& state, double flops_per_iter, int threads);
 
 // Thread counts the default run measures: 1 and every core (2 here).
 std::vector<int> thread_counts();
