@@ -1,7 +1,12 @@
 // SGEMM: square sizes and the shapes attention makes, on 1 and all threads, Tessera next to
 // every peer found, as FLOP/s (2 m n k) and as a fraction of the measured FMA peak.
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "peers.hpp"
@@ -73,6 +78,24 @@ struct Operands {
   }
 };
 
+// One product (or strided batch) of shape s by Tessera, on the calling thread's arena.
+void tessera_product(const Shape& s, const Operands& op) {
+  if (s.batch == 1) {
+    tessera::sgemm(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a, op.lda, op.b, op.ldb, 0.0f,
+                   op.c, op.ldc);
+  } else {
+    tessera::sgemm_strided_batched(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a, op.lda,
+                                   op.sa, op.b, op.ldb, op.sb, 0.0f, op.c, op.ldc, op.sc, s.batch);
+  }
+}
+
+// The same by a peer (a batch as one call per item: none of them has a strided batched sgemm).
+void peer_product(const GemmPeer& peer, const Shape& s, const Operands& op) {
+  for (int64_t i = 0; i < s.batch; ++i)
+    peer.sgemm(peer, Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a + i * op.sa, op.lda,
+               op.b + i * op.sb, op.ldb, 0.0f, op.c + i * op.sc, op.ldc);
+}
+
 // isa: a kernel table to force for this row (its peak% then refers to that table's peak), or
 // null for the dispatcher's choice.
 void register_tessera(const Shape& s, int threads, const char* isa = nullptr) {
@@ -84,15 +107,7 @@ void register_tessera(const Shape& s, int threads, const char* isa = nullptr) {
                                  if (isa) tessera::set_isa(isa);
                                  Operands op(s);
                                  run_in_arena(state, threads, [&] {
-                                   if (s.batch == 1) {
-                                     tessera::sgemm(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f,
-                                                    op.a, op.lda, op.b, op.ldb, 0.0f, op.c, op.ldc);
-                                   } else {
-                                     tessera::sgemm_strided_batched(
-                                         Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a,
-                                         op.lda, op.sa, op.b, op.ldb, op.sb, 0.0f, op.c, op.ldc,
-                                         op.sc, s.batch);
-                                   }
+                                   tessera_product(s, op);
                                    benchmark::DoNotOptimize(op.c);
                                  });
                                  const double flops = 2.0 * s.m * s.n * s.k * s.batch;
@@ -112,10 +127,7 @@ void register_peer(const Shape& s, int threads, const GemmPeer& peer) {
                                  Operands op(s);
                                  peer.set_threads(peer, threads);
                                  for (auto _ : state) {
-                                   for (int64_t i = 0; i < s.batch; ++i)
-                                     peer.sgemm(peer, Transpose::no_trans, s.tb, s.m, s.n, s.k,
-                                                1.0f, op.a + i * op.sa, op.lda, op.b + i * op.sb,
-                                                op.ldb, 0.0f, op.c + i * op.sc, op.ldc);
+                                   peer_product(peer, s, op);
                                    benchmark::DoNotOptimize(op.c);
                                  }
                                  const double flops = 2.0 * s.m * s.n * s.k * s.batch;
@@ -125,6 +137,61 @@ void register_peer(const Shape& s, int threads, const GemmPeer& peer) {
                                })
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
+}
+
+// Tessera and one peer in alternating slices of about 10 ms, on 1 thread: each benchmark
+// iteration is one pair of slices (the order swapped every pair), and "ratio" is Tessera's rate
+// over the peer's within the pair. This VM's clock drifts by 10-20% within minutes, so two rows
+// of a run, a second apart, can differ by more than the libraries do; the two halves of a pair
+// are 10 ms apart. 1 thread only: on 2, a peer's OpenMP workers keep spinning for ~14 ms after
+// its call and take the second core from the slice after it, and an idle gap to let them stop
+// makes the VM slow to wake its second vCPU (Tessera paired with itself read 347 against 304).
+constexpr int kPairs = 15;
+
+void register_pair(const Shape& s, const GemmPeer& peer) {
+  const std::string name = "sgemm_pair/" + shape_name(s).substr(6) + "/tessera_vs_" + peer.name;
+  benchmark::RegisterBenchmark(
+      name.c_str(),
+      [s, &peer](benchmark::State& state) {
+        Operands op(s);
+        peer.set_threads(peer, 1);
+        tbb::task_arena arena(1);
+        const double flops = 2.0 * s.m * s.n * s.k * s.batch;
+        const int64_t calls = std::max<int64_t>(1, int64_t(1.5e9 / flops));
+        auto slice = [&](bool ours) {
+          const auto t0 = std::chrono::steady_clock::now();
+          if (ours) {
+            arena.execute([&] {
+              for (int64_t i = 0; i < calls; ++i) tessera_product(s, op);
+            });
+          } else {
+            for (int64_t i = 0; i < calls; ++i) peer_product(peer, s, op);
+          }
+          benchmark::DoNotOptimize(op.c);
+          const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+          return flops * double(calls) / dt.count();
+        };
+        slice(true), slice(false);  // first touch, thread pools
+        std::vector<double> ratio, ours_rate, peer_rate;
+        for (auto _ : state) {
+          const bool ours_first = ratio.size() % 2 == 0;
+          const double first = slice(ours_first), second = slice(!ours_first);
+          ours_rate.push_back(ours_first ? first : second);
+          peer_rate.push_back(ours_first ? second : first);
+          ratio.push_back(ours_rate.back() / peer_rate.back());
+        }
+        auto median = [](std::vector<double> v) {
+          std::sort(v.begin(), v.end());
+          return v.empty() ? 0.0 : v[v.size() / 2];
+        };
+        state.counters["ratio"] = median(ratio);
+        state.counters["tessera_GFLOP/s"] = median(ours_rate) / 1e9;
+        state.counters["peer_GFLOP/s"] = median(peer_rate) / 1e9;
+        state.SetLabel(peer.kernel);
+      })
+      ->Iterations(kPairs)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
@@ -139,6 +206,8 @@ void register_gemm() {
   if (tessera::isa_name() == std::string("avx512") && tessera::isa_supported("avx2"))
     for (const Shape& s : kShapes)
       if (s.label == std::string("square") && s.m == 1024) register_tessera(s, 1, "avx2");
+  for (const Shape& s : kShapes)
+    for (const GemmPeer& p : gemm_peers()) register_pair(s, p);
 }
 
 }  // namespace bench
