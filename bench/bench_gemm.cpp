@@ -157,21 +157,25 @@ void register_pair(const Shape& s, const GemmPeer& peer) {
         peer.set_threads(peer, 1);
         tbb::task_arena arena(1);
         const double flops = 2.0 * s.m * s.n * s.k * s.batch;
-        const int64_t calls = std::max<int64_t>(1, int64_t(1.5e9 / flops));
+        // Calls per slice, each library's own: sized from a first slice of one call (which also
+        // does the first touch and starts the thread pools), so that a slow peer's slice (the
+        // decode rows on OpenBLAS's Prescott kernel: 6 GFLOP/s) is not 25 times Tessera's.
+        int64_t calls[2] = {1, 1};
         auto slice = [&](bool ours) {
           const auto t0 = std::chrono::steady_clock::now();
           if (ours) {
             arena.execute([&] {
-              for (int64_t i = 0; i < calls; ++i) tessera_product(s, op);
+              for (int64_t i = 0; i < calls[1]; ++i) tessera_product(s, op);
             });
           } else {
-            for (int64_t i = 0; i < calls; ++i) peer_product(peer, s, op);
+            for (int64_t i = 0; i < calls[0]; ++i) peer_product(peer, s, op);
           }
           benchmark::DoNotOptimize(op.c);
           const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-          return flops * double(calls) / dt.count();
+          return flops * double(calls[ours]) / dt.count();
         };
-        slice(true), slice(false);  // first touch, thread pools
+        for (int ours = 0; ours < 2; ++ours)
+          calls[ours] = std::max<int64_t>(1, int64_t(0.01 * slice(ours != 0) / flops));
         std::vector<double> ratio, ours_rate, peer_rate;
         for (auto _ : state) {
           const bool ours_first = ratio.size() % 2 == 0;
