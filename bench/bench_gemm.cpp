@@ -48,8 +48,9 @@ const Shape kShapes[] = {
     {"batched", 512, 512, 512, 8, Transpose::no_trans},
 };
 
-std::string shape_name(const Shape& s) {
-  std::string name = std::string("sgemm/") + s.label + "/m:" + std::to_string(s.m) +
+// family: "sgemm" for the rows of one library, "sgemm_pair" for the paired rows.
+std::string shape_name(const Shape& s, const char* family = "sgemm") {
+  std::string name = std::string(family) + "/" + s.label + "/m:" + std::to_string(s.m) +
                      "/n:" + std::to_string(s.n) + "/k:" + std::to_string(s.k);
   if (s.batch > 1) name += "/batch:" + std::to_string(s.batch);
   return name + (s.tb == Transpose::trans ? "/NT" : "/NN");
@@ -149,7 +150,7 @@ void register_peer(const Shape& s, int threads, const GemmPeer& peer) {
 constexpr int kPairs = 15;
 
 void register_pair(const Shape& s, const GemmPeer& peer) {
-  const std::string name = "sgemm_pair/" + shape_name(s).substr(6) + "/tessera_vs_" + peer.name;
+  const std::string name = shape_name(s, "sgemm_pair") + "/tessera_vs_" + peer.name;
   benchmark::RegisterBenchmark(
       name.c_str(),
       [s, &peer](benchmark::State& state) {

@@ -64,15 +64,22 @@ double peak_flops(int threads) {
   return cache[key] = measure_peak(threads, 4'000'000, 5);  // ~50 ms a run
 }
 
+namespace {
+
+// Percent of `peak` FLOP/s, as a rate over the row's iterations.
+benchmark::Counter percent_of(double peak, double flops_per_iter) {
+  return benchmark::Counter(100.0 * flops_per_iter / peak,
+                            benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
 void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threads) {
-  state.counters["peak%"] = benchmark::Counter(100.0 * flops_per_iter / peak_flops(threads),
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak%"] = percent_of(peak_flops(threads), flops_per_iter);
 }
 
 void set_peak_now_fraction(benchmark::State& state, double flops_per_iter, int threads) {
-  const double now = measure_peak(threads, 400'000, 3);
-  state.counters["peak_now%"] = benchmark::Counter(100.0 * flops_per_iter / now,
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_now%"] = percent_of(measure_peak(threads, 400'000, 3), flops_per_iter);
 }
 
 void register_peak();
