@@ -60,7 +60,8 @@ inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4,
 //   rows are 6 x 256 contiguous bytes.
 //   KC 1024: half the passes over C of KC 512. The B micro-panel (1024 x 64 x 4 B = 256 KB) and
 //   the A micro-panel (6 x 1024 x 4 B = 24 KB) both stream from L2, 280 B per k step of 12
-//   cycles, within the 64 B per cycle L2 delivers (the kernel prefetches both 16 steps ahead).
+//   cycles, within the 64 B per cycle L2 delivers (the kernel prefetches both 16 steps ahead;
+//   a column's run of tiles brings the next B micro-panel from L3 into L2, TileRun::l2_next).
 //   MC 168 (28 panels): A block 168 x 1024 x 4 B = 672 KB, which with one B micro-panel
 //   (928 KB) fills a 1 MB L2.
 //   NC 4096: B block 1024 x 4096 x 4 B = 16 MB, in L3.
