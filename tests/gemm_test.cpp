@@ -124,6 +124,13 @@ TEST_P(Gemm, DeepTilesOfTheTable) {
     GemmTester().m(MR).n(6 * NR - 7).k(k).tb(Transpose::trans).packed(true).beta(1.0f).test();
     if (HasFatalFailure()) return;
   }
+  // Narrow products of whole deep panels (P V: n = NR, 2 NR) take the same tile, rows split
+  // across threads (one panel gives a column split nothing to share), B packed or prepacked.
+  for (int64_t n : {NR, 2 * NR}) {
+    GemmTester().m(MC + 2 * MR + 1).n(n).k(KC + 1).beta(0.3f).test();
+    GemmTester().m(4 * MR + 1).n(n).k(2 * KC + 3).tb(Transpose::trans).packed(true).test();
+    if (HasFatalFailure()) return;
+  }
   // Small products on one thread with B past L1 read A in place with the same tile.
   tbb::task_arena(1).execute([&] {
     sweep_lattice({2 * MR - 1, 3 * MR + 2}, {NR + 1, 2 * NR - 1},
@@ -182,6 +189,8 @@ TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
                         {203, 256, 2 * KC + 3, Transpose::no_trans, 4},
                         {203, 300, 700, Transpose::trans, 4},
                         {300, 1200, KC + 1, Transpose::no_trans, 4},
+                        // one deep panel (n = 64): rows split
+                        {700, 64, 2 * KC + 3, Transpose::no_trans, 4},
                         // short k: column slices on 2 threads, shared blocks on 8
                         {150, 600, 64, Transpose::trans, 4},
                         // few rows against B^T: the dot path's per-thread K ranges
