@@ -73,8 +73,11 @@ inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4,
 //     2048^3 267.6 -> 272.1 / 505.1 -> 510.1. KC 256: 2-3% slower than 512; KC 768 (MC 216)
 //     and KC 2048 (MC 84) no better than 1024; MC 120 or 252 with KC 1024 the same as 168.
 //   - Where 14 x 32 stays (6 x 64 everywhere, KC 512): k <= 128, rows outer (Q K^T 4096 x 4096
-//     x 64 261.2 -> 247.1); one or two panels (P V 4096 x 64 x 4096 233.3 -> 222.8); the
-//     in-place mid-size path (512^3 with aligned B 264.6 -> 250.3). 12 x 32 (24 accumulators)
+//     x 64 261.2 -> 247.1); the in-place mid-size path (512^3 with aligned B 264.6 -> 250.3).
+//     Narrow products of whole 64-column panels (P V, n = 64 or 128) went to 6 x 64 later, at
+//     KC 1024: on Zen 4 (L1d 8-way) the 14 rows of A read in place, lda a multiple of 1024
+//     floats, shared one L1 set, 78.9 -> 104.8 GFLOP/s (blocked_kernels in gemm_driver.cpp; on
+//     Zen 5 at KC 512 it had measured 233.3 -> 222.8). 12 x 32 (24 accumulators)
 //     fell between the two tiles: 1024^3 266.5, 2048^3 268.5.
 inline constexpr GemmBlocking kAvx512DeepGemm{6, 4, 1024, 168, 4096, 4, 4, 24, 8};
 
