@@ -248,7 +248,10 @@ bool b_span_fits_l1(const GemmProblem& p) {
   return !p.tb && 4.0 * double(p.k) * double(p.ldb) <= 32768.0;
 }
 
-Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+// column_slices: on several threads, one fixed share of the column panels per thread, all rows
+// (small products: fewer, larger tasks than for_grid's 2-D split; see gemm_run).
+Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool parallel,
+                       bool column_slices) {
   const int64_t MR = kt.mr, NR = kt.nr;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
   const int64_t panels = ceil_div(p.n, NR);
@@ -261,35 +264,38 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
   const bool b_in_place = !p.tb && (b_rows_aligned(p) || b_span_fits_l1(p) || p.m <= MR);
   std::atomic<bool> oom{false};
   // Column panels split first: a task then packs only the panels it uses.
-  for_grid(panels, ceil_div(p.m, MR), parallel,
-           [&](int64_t q0, int64_t q1, int64_t ib0, int64_t ib1) {
-             float* buf = nullptr;
-             for (int64_t q = q0; q < q1; ++q) {
-               const int64_t j = q * NR, nr = std::min(NR, p.n - j);
-               const float* b = p.b + j;
-               int64_t ldb = p.ldb;
-               if (!b_in_place || nr < NR) {
-                 if (!buf) buf = thread_scratch(ScratchSlot::gemm_b).floats(size_t(NR * p.k));
-                 if (!buf) {
-                   oom = true;
-                   return;
-                 }
-                 kt.pack_b(p.tb, p.k, nr, p.tb ? p.b + j * p.ldb : b, p.ldb, buf);
-                 b = buf, ldb = NR;
-               }
-               // The whole row tiles in one run, then the partial one.
-               const int64_t whole_ib1 = std::min(ib1, p.m / MR);
-               if (whole_ib1 > ib0)
-                 kt.strided_run({whole_ib1 - ib0, MR * a_rs, 0, MR * p.ldc}, p.k,
-                                p.a + ib0 * MR * a_rs, a_rs, a_cs, b, ldb,
-                                p.c + ib0 * MR * p.ldc + j, p.ldc, nr, p.alpha, p.beta);
-               for (int64_t ib = std::max(ib0, whole_ib1); ib < ib1; ++ib) {
-                 const int64_t i = ib * MR, rows = p.m - i;
-                 kt.strided[rows](p.k, p.a + i * a_rs, a_rs, a_cs, b, ldb, p.c + i * p.ldc + j,
-                                  p.ldc, nr, p.alpha, p.beta);
-               }
-             }
-           });
+  const auto body = [&](int64_t q0, int64_t q1, int64_t ib0, int64_t ib1) {
+    float* buf = nullptr;
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t j = q * NR, nr = std::min(NR, p.n - j);
+      const float* b = p.b + j;
+      int64_t ldb = p.ldb;
+      if (!b_in_place || nr < NR) {
+        if (!buf) buf = thread_scratch(ScratchSlot::gemm_b).floats(size_t(NR * p.k));
+        if (!buf) {
+          oom = true;
+          return;
+        }
+        kt.pack_b(p.tb, p.k, nr, p.tb ? p.b + j * p.ldb : b, p.ldb, buf);
+        b = buf, ldb = NR;
+      }
+      // The whole row tiles in one run, then the partial one.
+      const int64_t whole_ib1 = std::min(ib1, p.m / MR);
+      if (whole_ib1 > ib0)
+        kt.strided_run({whole_ib1 - ib0, MR * a_rs, 0, MR * p.ldc}, p.k, p.a + ib0 * MR * a_rs,
+                       a_rs, a_cs, b, ldb, p.c + ib0 * MR * p.ldc + j, p.ldc, nr, p.alpha, p.beta);
+      for (int64_t ib = std::max(ib0, whole_ib1); ib < ib1; ++ib) {
+        const int64_t i = ib * MR, rows = p.m - i;
+        kt.strided[rows](p.k, p.a + i * a_rs, a_rs, a_cs, b, ldb, p.c + i * p.ldc + j, p.ldc, nr,
+                         p.alpha, p.beta);
+      }
+    }
+  };
+  if (parallel && column_slices)
+    thread_slices(panels, true,
+                  [&](int64_t q0, int64_t q1, bool) { body(q0, q1, 0, ceil_div(p.m, MR)); });
+  else
+    for_grid(panels, ceil_div(p.m, MR), parallel, body);
   if (oom) return fail(Status::out_of_memory, "cannot allocate a packed B panel");
   return Status::ok;
 }
@@ -564,15 +570,26 @@ constexpr double kMidOperandBytes = 4.0 * (1 << 20);
 // had preferred in place up to 4 MB: 512^3 160 -> 162 GFLOP/s, 240 -> 300 on 2 threads.)
 constexpr double kMidInPlaceBytes = 1 << 20;
 
+// Products of fewer multiply-adds than this run on the calling thread alone (gemm_run). Zen 4,
+// 2 threads, alternated medians, GFLOP/s serial -> split: 64^3 106 -> 130 (one panel per
+// thread; for_grid's 8 tasks: 117), 64^3 with B^T 104 -> 120, 128 x 64 x 64 105 -> 145-150,
+// 96^3 106 -> 152; 64 x 64 x 32 (131k) 98 -> 92 and 48^3 66 -> 60 stay serial. In a busier
+// minute of the VM, all three in one process: 64^3 serial 93, for_grid 107, panels per thread
+// 107; 96^3 105, 140, 123 (so an odd panel count keeps for_grid). (On Sapphire Rapids an
+// earlier driver, splitting 64^3 into 8 tasks, had measured 153 -> 126.)
+constexpr double kMinParallelMacs = 2.0e5;
+
 Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (p.m == 0 || p.n == 0) return Status::ok;
-  // Below ~100^3 multiply-adds a fork-join costs more than a second core saves (measured:
-  // 64^3 on 2 threads ran at 126 GFLOP/s against 153 serially), unless the operands are large
-  // enough that the product is bound by reading them, where a second core adds bandwidth (the
-  // decode shape 1 x 4096 x 128 reads 2 MB: 25 GFLOP/s serially, 43 on 2 threads). The split
-  // never changes the sums, so this affects speed only.
+  // Below kMinParallelMacs multiply-adds (10^6 with few rows) a fork-join costs more than a
+  // second core saves, unless the operands are large enough that the product is bound by
+  // reading them, where a second core adds bandwidth (the decode shape 1 x 4096 x 128 reads
+  // 2 MB: 25 GFLOP/s serially, 43 on 2 threads). The split never changes the sums, so this
+  // affects speed only.
   const double operand_bytes = 4.0 * (double(p.m) * p.k + double(p.k) * p.n);
-  if (double(p.m) * p.n * p.k < 1.0e6 && operand_bytes < 1.0e6) parallel = false;
+  const bool few_rows = p.m <= 2 * kt.dot_rows;
+  const double macs = double(p.m) * p.n * p.k;
+  if (macs < (few_rows ? 1.0e6 : kMinParallelMacs) && operand_bytes < 1.0e6) parallel = false;
   const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
   if (p.alpha == 0.0f || p.k == 0) {
     scale_c(p, parallel);
@@ -592,7 +609,6 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   // B beyond L2 (2048^3, 2 threads) 300 -> 170. Short k stays blocked (rows outer: C rows).
   // Prepacked B always takes the blocked path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(blocked_kernels(kt, p.k, p.n), p, parallel);
-  const bool few_rows = p.m <= 2 * kt.dot_rows;
   if (few_rows && p.tb && !p.ta) {
     gemm_dot(kt, p, parallel);
     return Status::ok;
@@ -610,7 +626,10 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
     // 14 x 32 tile stays: on Sapphire Rapids 155.8 GFLOP/s against 147.3 with 6 x 64.
     const bool deep_small =
         kt.deep != nullptr && small && !few_rows && threads == 1 && !b_span_fits_l1(p);
-    return gemm_unpacked_a(deep_small ? *kt.deep : kt, p, parallel);
+    // Small products on several threads whose panels divide evenly take one share of whole
+    // panels per thread (a task per thread), others for_grid's finer split (96^3: 3 panels).
+    const bool column_slices = small && ceil_div(p.n, kt.nr) % threads == 0;
+    return gemm_unpacked_a(deep_small ? *kt.deep : kt, p, parallel, column_slices);
   }
   const GemmKernels& blocked = blocked_kernels(kt, p.k, p.n);
   const bool wide_slices = threads <= kMaxColumnSlices && p.n >= int64_t(4) * blocked.nr * threads;

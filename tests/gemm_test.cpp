@@ -161,6 +161,22 @@ TEST_P(Gemm, MidSizeInPlaceAndPackedPerTask) {
       }
 }
 
+// Small products past kMinParallelMacs on several threads: one share of whole panels per
+// thread when the panels divide among them (B in place, or B^T packed per task), for_grid's
+// split otherwise (an odd panel count), every transpose.
+TEST_P(Gemm, SmallProductsSplitAcrossThreads) {
+  const int64_t NR = tessera::detail::active_table().gemm.nr;
+  for (Transpose ta : kTrans)
+    for (Transpose tb : kTrans)
+      for (int threads : {2, 3}) {
+        tbb::task_arena(threads).execute([&] {
+          GemmTester().m(100).n(4 * NR).k(80).ta(ta).tb(tb).beta(0.3f).test();
+          GemmTester().m(90).n(3 * NR - 5).k(150).ta(ta).tb(tb).alpha(-0.5f).test();
+        });
+        if (HasFatalFailure()) return;
+      }
+}
+
 // Few rows against a B past 1 MB: B streamed row by row (gemm_rows_stream.hpp), k blocks of
 // the table's KB rows with the rows past the last whole block one at a time (k below, at and
 // past a multiple of 8), the columns past the last whole vector through the wide kernels, A
@@ -185,6 +201,8 @@ TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
   };
   const int64_t KC = tessera::detail::active_table().gemm.kc;
   const Case cases[] = {{100, 100, 100, Transpose::no_trans, 4},
+                        // small, split by whole panels per thread (B^T packed per task)
+                        {64, 64, 64, Transpose::trans, 4},
                         {203, 256, 2 * KC + 3, Transpose::no_trans, 0},
                         {203, 256, 2 * KC + 3, Transpose::no_trans, 4},
                         {203, 300, 700, Transpose::trans, 4},
