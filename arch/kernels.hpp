@@ -31,11 +31,14 @@ using GemmPackedFn = void (*)(int64_t kc, const float* a_panel, const float* b_p
 using GemmStridedFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
                                const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nr,
                                float alpha, float beta);
+// Floats per 64-byte cache line: the unit of every prefetch and of TileRun::l2_lines.
+inline constexpr int kLineFloats = 16;
+
 // A run of whole MR x NR tiles in one call: tile t (t < count) reads A at a + t a_step and B at
 // b + t b_step, and writes C at c + t c_step, each as one call of the r = MR kernel would.
 // l2_next: what the caller reads after the run (the next B micro-panel), to be brought into
-// L2 while the run computes: tile t prefetches the l2_lines 64-byte lines from l2_next + t
-// l2_lines 16 floats, one per k step. A hint: a kernel may ignore it, and it is never read.
+// L2 while the run computes: tile t prefetches the l2_lines lines from l2_next + t l2_lines
+// kLineFloats, one per k step. A hint: a kernel may ignore it, and it is never read.
 struct TileRun {
   int64_t count, a_step, b_step, c_step;
   const float* l2_next = nullptr;

@@ -17,7 +17,6 @@ namespace {
 using arch::GemmKernels;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-constexpr int64_t kLineFloats = 16;  // 64-byte cache lines
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Runs body(i_range, j_range) over an (mi x nj) grid, or serially. Rows are split first: when
@@ -435,7 +434,7 @@ Status gemm_blocked(const GemmKernels& kt, const GemmProblem& p, bool parallel) 
                 const int64_t next = q + 1 < q1 ? q + 1 : ib + 1 < ib1 ? q0 : -1;
                 if (next >= 0) {
                   run.l2_next = bp + next * NR * kc;
-                  run.l2_lines = ceil_div(NR * kc / kLineFloats, count);
+                  run.l2_lines = ceil_div(NR * kc / arch::kLineFloats, count);
                 }
               }
               if (pack_a)

@@ -82,7 +82,6 @@ TESSERA_ALWAYS_INLINE void store_tile(xsimd::batch<float, Arch> (&acc)[R][NV], f
 // before the stores reached them (measured: a stall on the first C load held ~7% of the kernel's
 // time at 2048^3).
 enum class CacheLevel { l1, l2 };
-inline constexpr int kCLineFloats = 16;  // 64-byte lines
 template <int R, int NV, int W, CacheLevel level>
 TESSERA_ALWAYS_INLINE void prefetch_c(float* c, int64_t ldc) {
   // Kept a loop: unrolled (-O3), its 2 R addresses were computed up front and spilled to the
@@ -98,7 +97,7 @@ TESSERA_ALWAYS_INLINE void prefetch_c(float* c, int64_t ldc) {
       else
         __builtin_prefetch(at, 0, 2);  // read: a write prefetch goes to L1 whatever the hint
     };
-    TESSERA_UNROLL for (int j = 0; j < NV * W; j += kCLineFloats) fetch(row + j);
+    TESSERA_UNROLL for (int j = 0; j < NV * W; j += kLineFloats) fetch(row + j);
     fetch(row + NV * W - 1);
   }
 }
@@ -122,7 +121,6 @@ inline constexpr int64_t kCTailSteps = 32;
 // the 512^3 x 8 batch 301.4 -> 311.1; fused attention within 1%. A^T in place kept it: 256^3
 // 166.2 -> 159.1 without.
 inline constexpr int64_t kPrefetchSteps = 16;
-inline constexpr int kLineFloats = 16;  // 64-byte lines
 
 // How the k loop walks A: element (i, p) is at(i) at step p; step() moves to p + 1; prefetch()
 // asks for what step p + kPrefetchSteps reads, where that pays (above). Each walker keeps the
