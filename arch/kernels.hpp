@@ -82,6 +82,10 @@ struct GemmKernels {
   int small_rows, small_cols;
   GemmStridedRunFn small_run;
   GemmPackFn pack_b_small;
+  // Small products with B not transposed and whole small_cols panels read B in place with the
+  // small tiles too (rows split across threads), not with the MR x NR tiles: set where a vector
+  // load across two cache lines costs no more than one (blocking.hpp: kAvx512Gemm).
+  bool small_b_in_place;
   // Narrow forms, one vector of columns (nr <= simd floats) out of B panels ldb apart: fused
   // attention's S product on a K panel whose visible keys end within its first vector.
   GemmStridedFn strided_narrow[kMaxMR + 1];  // [r]: as strided

@@ -299,42 +299,54 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
   return Status::ok;
 }
 
-// ---- small products on one thread with B^T: runs of the table's small tiles -----------------
-// One column block of the small tiles, B rows ldb apart: the whole tiles as one run, then the
-// rows past them through the wide kernel of the same width (table.hpp checks it exists).
+// ---- small products: runs of the table's small tiles -------------------------------------------
+// Rows [i0, i1) (i0 a multiple of the small tile's rows) of one column block of the small
+// tiles, B rows ldb apart: the whole tiles as one run, then the rows past them through the
+// wide kernel of the same width (table.hpp checks it exists).
 void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int64_t a_cs,
-                  const float* b, int64_t ldb, float* c, int64_t nr) {
-  const int64_t R = kt.small_rows, whole_rows = p.m / R * R, rest = p.m - whole_rows;
-  if (whole_rows > 0)
-    kt.small_run({whole_rows / R, R * a_rs, 0, R * p.ldc}, p.k, p.a, a_rs, a_cs, b, ldb, c, p.ldc,
-                 nr, p.alpha, p.beta);
+                  int64_t i0, int64_t i1, const float* b, int64_t ldb, float* c, int64_t nr) {
+  const int64_t R = kt.small_rows, whole_end = i0 + (i1 - i0) / R * R, rest = i1 - whole_end;
+  if (whole_end > i0)
+    kt.small_run({(whole_end - i0) / R, R * a_rs, 0, R * p.ldc}, p.k, p.a + i0 * a_rs, a_rs, a_cs,
+                 b, ldb, c + i0 * p.ldc, p.ldc, nr, p.alpha, p.beta);
   if (rest > 0)
     kt.wide[rest][arch::wide_index(kt, int(rest), kt.small_cols / kt.simd_floats)](
-        p.k, p.a + whole_rows * a_rs, a_rs, a_cs, b, ldb, c + whole_rows * p.ldc, p.ldc, nr,
-        p.alpha, p.beta);
+        p.k, p.a + whole_end * a_rs, a_rs, a_cs, b, ldb, c + whole_end * p.ldc, p.ldc, nr, p.alpha,
+        p.beta);
 }
 
-// B^T on one thread, small: transposed first into panels of the small tile's width (4 x 64 on
-// AVX-512; zero-padded, 16 KB at 64^3), which every tile, partial ones included, reads from L1.
-// The 64^3 x 256 batch with B^T (one item per task), alternated medians: on Zen 5, against 14 x
-// 32 tiles over 32-column panels, 217.7 -> 231.0 GFLOP/s on 1 thread, 426.7 -> 461.8 on 2; on
-// Sapphire Rapids, against 14 x 32 tiles over 32-column panels with A in place, 96.7 -> 105.0
-// and 190.3 -> 211.7.
-// B not transposed is read in place by the MR x NR tiles instead (gemm_run). The 4 x 64 tiles
-// in place were faster on Zen 5 (64^3 with every operand 16 bytes past a line, medians of 30000
-// calls: 14 x 32 271 GFLOP/s, 4 x 64 281, OpenBLAS 277), slower on Sapphire Rapids, where a
-// vector load that straddles two lines costs twice and such a B splits every one: 4 x 64 issues
-// 4 of them per 16 FMAs, 14 x 32 2 per 28. The kernels alone on L1-resident operands there:
-// 4 x 64 134.5 GFLOP/s (155.4 from aligned rows), 14 x 32 156.2 (161.5); through sgemm,
-// alternated medians, 64^3 133.8 -> 155.8 on 1 thread (OpenBLAS SkylakeX 147).
-Status gemm_small_bt(const GemmKernels& kt, const GemmProblem& p) {
-  const int64_t NS = kt.small_cols;
+// Small products through the small tiles (4 x 64 on AVX-512). B^T, and the columns of B past
+// its last whole panel, are transposed or copied first into zero-padded panels of the tile's
+// width (16 KB at 64^3) that every tile, partial ones included, reads from L1; whole panels of
+// B are read in place. On several threads each takes a share of the row tiles (the tiles'
+// panels are too few to share: one at 64^3).
+// B^T on one thread, the 64^3 x 256 batch (one item per task), alternated medians: on Zen 5,
+// against 14 x 32 tiles over 32-column panels, 217.7 -> 231.0 GFLOP/s on 1 thread, 426.7 ->
+// 461.8 on 2; on Sapphire Rapids, against 14 x 32 tiles over 32-column panels with A in place,
+// 96.7 -> 105.0 and 190.3 -> 211.7.
+// B in place (GemmKernels::small_b_in_place, whole panels only): kAvx512Gemm in
+// arch/common/blocking.hpp.
+Status gemm_small_tiles(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+  const int64_t NS = kt.small_cols, R = kt.small_rows;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  float* panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n, NS) * p.k));
-  if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B^T");
-  kt.pack_b_small(true, p.k, p.n, p.b, p.ldb, panels);
-  for (int64_t j = 0; j < p.n; j += NS)
-    small_column(kt, p, a_rs, a_cs, panels + j * p.k, NS, p.c + j, std::min(NS, p.n - j));
+  const int64_t in_place = p.tb ? 0 : p.n / NS * NS;
+  float* panels = nullptr;
+  if (in_place < p.n) {
+    panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n - in_place, NS) * p.k));
+    if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B panels");
+    kt.pack_b_small(p.tb, p.k, p.n - in_place, p.tb ? p.b + in_place * p.ldb : p.b + in_place,
+                    p.ldb, panels);
+  }
+  thread_slices(ceil_div(p.m, R), parallel, [&](int64_t t0, int64_t t1, bool) {
+    const int64_t i0 = t0 * R, i1 = std::min(p.m, t1 * R);
+    for (int64_t j = 0; j < p.n; j += NS) {
+      const int64_t nr = std::min(NS, p.n - j);
+      if (j < in_place)
+        small_column(kt, p, a_rs, a_cs, i0, i1, p.b + j, p.ldb, p.c + j, nr);
+      else
+        small_column(kt, p, a_rs, a_cs, i0, i1, panels + (j - in_place) * p.k, NS, p.c + j, nr);
+    }
+  });
   return Status::ok;
 }
 
@@ -615,12 +627,14 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (few_rows && !p.tb && p.m <= arch::kMaxWideRows) return gemm_wide(kt, p, parallel);
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
-  if (small && !parallel && kt.small_run && p.tb) return gemm_small_bt(kt, p);
+  if (small && kt.small_run &&
+      ((p.tb && threads == 1) || (!p.tb && kt.small_b_in_place && p.n % kt.small_cols == 0)))
+    return gemm_small_tiles(kt, p, parallel);
   if (few_rows || (small && (parallel || b_span_fits_l1(p))) ||
       (mid && b_rows_aligned(p) && operand_bytes <= kMidInPlaceBytes)) {
     // A small product on one thread with B past L1 (128^3) reads A in place faster with the
-    // deep tile: 1 thread, alternated medians, 14 x 32 -> 6 x 64: 260.5 -> 268.3 GFLOP/s (Zen
-    // 5). On two threads, with two 64-column panels to
+    // deep tile (where the small tiles do not take it): 1 thread, alternated medians, 14 x 32
+    // -> 6 x 64: 260.5 -> 268.3 GFLOP/s (Zen 5). On two threads, with two 64-column panels to
     // share, it ran slower (medians 379 -> 329). With B in L1 (64^3, 16 bytes past a line) the
     // 14 x 32 tile stays: on Sapphire Rapids 155.8 GFLOP/s against 147.3 with 6 x 64.
     const bool deep_small =

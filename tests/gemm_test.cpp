@@ -149,6 +149,42 @@ TEST_P(Gemm, SmallTilesOfTheTable) {
                 [](int64_t m, int64_t n) { return 1 + (m * 5 + n) % 40; });
 }
 
+// Small products with B not transposed and whole panels of the small tile's width: read in
+// place by the small tiles where the table says so (AVX-512 on AMD), by the MR x NR tiles
+// elsewhere. Both choices on every machine, on 1 and 2 threads (rows split), B 16 bytes past a
+// line or on one, every A layout, both sides of the L1 span (k = 33, 100).
+TEST_P(Gemm, SmallProductsBInPlaceEitherTile) {
+  const auto& g = tessera::detail::active_table().gemm;
+  if (g.small_run == nullptr) GTEST_SKIP() << "no small tiles in this table";
+  const int64_t R = g.small_rows, NS = g.small_cols;
+  for (bool in_place : {false, true}) {
+    tessera::arch::GemmKernels kt = g;
+    kt.small_b_in_place = in_place;
+    for (int threads : {1, 2})
+      tbb::task_arena(threads).execute([&] {
+        int combo = 0;
+        for (Transpose ta : kTrans)
+          for (int64_t m : {R + 1, 3 * R + 2, 16 * R})
+            for (int64_t n : {NS, 2 * NS})
+              for (int64_t k : {33, 100}) {
+                GemmTester()
+                    .kernels(&kt)
+                    .m(m)
+                    .n(n)
+                    .k(k)
+                    .ta(ta)
+                    .alpha(combo % 3 == 2 ? -0.5f : 1.0f)
+                    .beta(combo % 2 ? 0.3f : 0.0f)
+                    .aligned_b(combo % 4 == 1)
+                    .pad(combo % 5 == 0 ? 3 : 0)
+                    .test(uint32_t(combo));
+                ++combo;
+                if (::testing::Test::HasFatalFailure()) return;
+              }
+      });
+  }
+}
+
 // Mid-size products (A and B within 4 MB, k > 128) read A, and B when its rows are 64-byte
 // aligned, in place; B^T and misaligned B are packed a panel at a time inside the tasks.
 TEST_P(Gemm, MidSizeInPlaceAndPackedPerTask) {
@@ -203,6 +239,8 @@ TEST_P(Gemm, BitwiseIdenticalForAnyThreadCount) {
   const Case cases[] = {{100, 100, 100, Transpose::no_trans, 4},
                         // small, split by whole panels per thread (B^T packed per task)
                         {64, 64, 64, Transpose::trans, 4},
+                        // small, B in whole small-tile panels: rows split (AMD)
+                        {128, 128, 128, Transpose::no_trans, 4},
                         {203, 256, 2 * KC + 3, Transpose::no_trans, 0},
                         {203, 256, 2 * KC + 3, Transpose::no_trans, 4},
                         {203, 300, 700, Transpose::trans, 4},

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "src/gemm_driver.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
@@ -63,6 +64,13 @@ class GemmTester {
   // B starts on a 64-byte line (whole rows of B are then read in place where the driver can).
   GemmTester& aligned_b(bool v) {
     aligned_b_ = v;
+    return *this;
+  }
+
+  // Runs the product through the driver with these kernels (a copy of a table with one of its
+  // choices changed) instead of through tessera::sgemm; plain products only.
+  GemmTester& kernels(const tessera::arch::GemmKernels* v) {
+    kernels_ = v;
     return *this;
   }
 
@@ -132,7 +140,14 @@ class GemmTester {
   void run(const float* a, int64_t lda, int64_t sa, const float* b, int64_t ldb, int64_t sb,
            float* c, int64_t ldc, int64_t sc) const {
     using tessera::Status;
-    if (packed_) {
+    if (kernels_ != nullptr) {
+      tessera::detail::GemmProblem p;
+      p.ta = ta_ == tessera::Transpose::trans;
+      p.tb = tb_ == tessera::Transpose::trans;
+      p.m = m_, p.n = n_, p.k = k_, p.alpha = alpha_, p.beta = beta_;
+      p.a = a, p.lda = lda, p.b = b, p.ldb = ldb, p.c = c, p.ldc = ldc;
+      ASSERT_EQ(tessera::detail::gemm_run(*kernels_, p), Status::ok) << tessera::last_error();
+    } else if (packed_) {
       std::vector<float> buf((tessera::sgemm_pack_b_size(tb_, k_, n_) + 3) / 4);
       ASSERT_EQ(tessera::sgemm_pack_b(tb_, k_, n_, b, ldb, buf.data()), Status::ok)
           << tessera::last_error();
@@ -163,4 +178,5 @@ class GemmTester {
   tessera::Transpose ta_ = tessera::Transpose::no_trans, tb_ = tessera::Transpose::no_trans;
   float alpha_ = 1.0f, beta_ = 0.0f;
   bool packed_ = false, aligned_b_ = false;
+  const tessera::arch::GemmKernels* kernels_ = nullptr;
 };

@@ -48,8 +48,18 @@ struct GemmBlocking {
 //   MC 224 254.2 / 248.1. Nothing beat the table.
 //   Small products with B^T (one thread): 4 x 64 tiles, 16 accumulators, 4 broadcasts and 4 B
 //   loads per 16 FMAs; a 64^3 product is 16 of them, all whole, where 14 x 32 leaves an 8-row
-//   tail (see gemm_small_bt in src/gemm_driver.cpp for the measurements, and why B in place
-//   keeps 14 x 32).
+//   tail (gemm_small_tiles in src/gemm_driver.cpp has the measurements).
+//   Small products with B in whole 64-column panels read B in place with the same tiles only
+//   on AMD (GemmKernels::small_b_in_place). Their 4 B loads per 16 FMAs each straddle two lines
+//   when B starts 16 bytes past one; Zen loads such a vector at the cost of one, Intel at the
+//   cost of two. Zen 5, 64^3 with every operand 16 bytes past a line, medians of 30000 calls:
+//   14 x 32 271 GFLOP/s, 4 x 64 281 (OpenBLAS 277). Sapphire Rapids, 64^3 through sgemm, alternated
+//   medians: 14 x 32 155.8 GFLOP/s, 4 x 64 133.8 (the kernels alone on aligned rows: 161.5 and
+//   155.4). Zen 4, alternated medians, GFLOP/s, 14 x 32 (6 x 64 at 128^3) -> 4 x 64: 1 thread 64^3
+//   106.6 -> 112.2, 64 x 64 x 32 99.1 -> 109.3, 128^3 107.0 -> 109.3 (B past L1; B packed the
+//   same); 2 threads, rows split, 64^3 130.1 -> 146.2, 128^3 192.6 -> 202.5, 128 x 128 x 32 132.0
+//   -> 160.0. n = 96 or 100 (a partial panel) gained nothing, and n = 32 lost half (a padded panel
+//   doubles the work), so partial panels keep the MR x NR tiles.
 inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4, 48};
 
 // AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,

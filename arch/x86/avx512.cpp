@@ -4,11 +4,18 @@
 
 namespace tessera::arch {
 
+namespace {
+// Zen 2..5 load a vector that straddles two cache lines at the cost of one; Intel cores since
+// Skylake-SP take two (blocking.hpp: kAvx512Gemm, the small tiles).
+bool splits_lines_cheaply() { return __builtin_cpu_is("amd"); }
+}  // namespace
+
 const KernelTable& avx512_table() {
   static const GemmKernels deep = make_tile_kernels<xsimd::avx512f, kAvx512DeepGemm>();
   static const KernelTable table = [] {
     KernelTable t = make_table<xsimd::avx512f, kAvx512Gemm>("avx512");
     t.gemm.deep = &deep;
+    t.gemm.small_b_in_place = splits_lines_cheaply();
     return t;
   }();
   return table;
