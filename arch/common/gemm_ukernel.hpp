@@ -110,8 +110,9 @@ inline constexpr int64_t kCTailSteps = 32;
 // gather on the FMAs that consume them); 16 steps (~220 cycles on AVX-512) cover an L2 hit
 // and most of an L3 one. Measured at 2048^3, 1 thread, interleaved: 4 steps +1%, 8 +2%,
 // 16 and 24 +3-4%. Where every operand is already in L1 (64^3 with A and B in place) the
-// prefetches cost nothing measurable: without them (and without C's), 64^3, 128^3 and the
-// 64^3 x 256 batch ran the same, so no prefetch-free variant is kept.
+// prefetches cost nothing measurable on Sapphire Rapids (without them, and without C's, 64^3,
+// 128^3 and the 64^3 x 256 batch ran the same); on Zen 4 the small tiles run faster without
+// them (gemm_small_run).
 // A is prefetched only where it is read transposed in place (AColumns: each k step a new line
 // lda floats on). A packed panel, or rows read in place, is a sequential stream the hardware
 // prefetcher follows, and the prefetch per k step (one line per 2.7 steps of a 6-row panel)
@@ -168,6 +169,7 @@ struct ARows {
 };
 
 // The one k loop behind every entry point below, over any A walker; B row p at b + p ldb.
+// kPrefetch = false leaves out every software prefetch (C's, B's, A's and l2_next's).
 // Always inlined, so the packed entry point gets its strides as constants and a loop with
 // nothing but two pointer bumps beyond the loads and FMAs.
 // l2_next, l2_lines: lines to prefetch into L2 during the k loop, one per step (TileRun): the
@@ -179,14 +181,14 @@ struct ARows {
 // after: 1 thread 1024^3 86.7 -> 90.5, 2048^3 87.0 -> 90.4; 2 threads 1024^3 86.5 -> 91.4,
 // 2048^3 88.3 -> 90.6. Issued in a burst before each tile instead, the prefetches held the
 // line fill buffers and slowed every tile by 6%.
-template <class Arch, int R, int NV, class AWalk>
+template <class Arch, int R, int NV, bool kPrefetch = true, class AWalk>
 TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int64_t ldb, float* c,
                                         int64_t ldc, int64_t nr, float alpha, float beta,
                                         const float* l2_next = nullptr, int64_t l2_lines = 0) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
   constexpr int kBLines = (NV * W + kLineFloats - 1) / kLineFloats;
-  prefetch_c<R, NV, W, CacheLevel::l2>(c, ldc);
+  if constexpr (kPrefetch) prefetch_c<R, NV, W, CacheLevel::l2>(c, ldc);
   B acc[R][NV];
   TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
       B(0.0f);
@@ -205,22 +207,26 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int
       // prefetches took half of the load slots. Zen 4, 1 x 128 x 4096, 1 thread, GFLOP/s with
       // -> without: 34.4 -> 45.2 (2 x 128 x 4096 59.2 -> 61.3); B is then a sequential stream
       // the hardware prefetcher follows.
-      if constexpr (R > 2)
+      if constexpr (kPrefetch && R > 2)
         TESSERA_UNROLL for (int line = 0; line < kBLines; ++line)
             __builtin_prefetch(b + kPrefetchSteps * ldb + line * kLineFloats, 0, 3);
-      a.prefetch();
+      if constexpr (kPrefetch) a.prefetch();
       TESSERA_UNROLL for (int i = 0; i < R; ++i) {
         const B ai(a.at(i));
         TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
       }
     }
   };
-  const int64_t head = kc > kCTailSteps ? kc - kCTailSteps : 0;
-  const int64_t fetching = l2_lines < head ? l2_lines : head;
-  steps(fetching, std::true_type{});
-  steps(head - fetching, std::false_type{});
-  prefetch_c<R, NV, W, CacheLevel::l1>(c, ldc);
-  steps(kc - head, std::false_type{});
+  if constexpr (kPrefetch) {
+    const int64_t head = kc > kCTailSteps ? kc - kCTailSteps : 0;
+    const int64_t fetching = l2_lines < head ? l2_lines : head;
+    steps(fetching, std::true_type{});
+    steps(head - fetching, std::false_type{});
+    prefetch_c<R, NV, W, CacheLevel::l1>(c, ldc);
+    steps(kc - head, std::false_type{});
+  } else {
+    steps(kc, std::false_type{});
+  }
   store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
 }
 
@@ -272,6 +278,53 @@ void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, i
                          int64_t nr, float alpha, float beta) {
   constexpr int64_t NRB = NVB * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
   ukernel_body<Arch, R, NV>(kc, AFixed<1, MR>{a}, b, NRB, c, ldc, nr, alpha, beta);
+}
+
+// The small tiles' run (GemmKernels::small_run): products of at most 128^3 multiply-adds, whose
+// operands sit in L1 or L2, where a tile's k loop is short (64 steps at 64^3, ~1000 cycles of
+// FMAs) and what surrounds it weighs (perf: 8% of the run's time outside its k loops at 64^3).
+//  - No software prefetch. B and C are already near, and on a B whose rows map to few L1 sets
+//    (64 x 256 x 64: rows 1 KB apart) the B prefetches evicted lines still in use.
+//  - Each tile is a call of its own. Inlined into the run, the run's state crowded the general
+//    registers, and the epilogue moved addresses through vector registers.
+//  - C = A B (alpha 1, beta 0, whole tiles: the BLAS's common case), decided once per run,
+//    stores the accumulators as they are.
+// Zen 4, 1 thread unless noted, alternated medians, GFLOP/s, the MR x NR kernels' run -> this:
+// 64^3 110.4 -> 112.2 and 108.9 -> 109.7; 64^3 with B^T 100.2 -> 101.8; 128^3 111.5 -> 112.9;
+// 64 x 256 x 64 99.0 -> 111.4; 128^3 on 2 threads 186.7 -> 198.8. The 64^3 x 256 batch with B^T,
+// whose A and C come from L3, lost ~1% (88.3 -> 87.1 on 1 thread, 186.9 -> 183.0 on 2).
+template <class Arch, int R, int NV, bool kOverwrite, bool kRows>
+__attribute__((noinline)) void small_tile(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                                          const float* b, int64_t ldb, float* c, int64_t ldc,
+                                          int64_t nr, float alpha, float beta) {
+  constexpr int64_t NR = NV * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
+  if constexpr (kOverwrite) nr = NR, alpha = 1.0f, beta = 0.0f;
+  if constexpr (kRows)
+    ukernel_body<Arch, R, NV, false>(kc, ARows<R>(a, a_rs), b, ldb, c, ldc, nr, alpha, beta);
+  else
+    ukernel_body<Arch, R, NV, false>(kc, AColumns{a, a_cs}, b, ldb, c, ldc, nr, alpha, beta);
+}
+
+template <class Arch, int R, int NV, bool kOverwrite, bool kRows>
+void small_tiles(const TileRun& run, int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                 const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha,
+                 float beta) {
+  for (int64_t t = 0; t < run.count; ++t, a += run.a_step, b += run.b_step, c += run.c_step)
+    small_tile<Arch, R, NV, kOverwrite, kRows>(kc, a, a_rs, a_cs, b, ldb, c, ldc, nr, alpha, beta);
+}
+
+template <class Arch, int R, int NV>
+void gemm_small_run(const TileRun& run, int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                    const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha,
+                    float beta) {
+  constexpr int64_t NR = NV * static_cast<int64_t>(xsimd::batch<float, Arch>::size);
+  const bool overwrite = nr == NR && alpha == 1.0f && beta == 0.0f;
+  const bool rows = a_cs == 1;
+  const auto tiles =
+      overwrite
+          ? (rows ? small_tiles<Arch, R, NV, true, true> : small_tiles<Arch, R, NV, true, false>)
+          : (rows ? small_tiles<Arch, R, NV, false, true> : small_tiles<Arch, R, NV, false, false>);
+  tiles(run, kc, a, a_rs, a_cs, b, ldb, c, ldc, nr, alpha, beta);
 }
 
 // A strided kernel over a run of tiles, one call per tile: for ISAs whose general registers

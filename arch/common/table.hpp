@@ -116,7 +116,7 @@ KernelTable make_table(const char* name) {
   if constexpr (G.small_rows > 0) {
     g.small_rows = G.small_rows;
     g.small_cols = G.small_nv * W;
-    g.small_run = &gemm_ukernel_run<Arch, G.small_rows, G.small_nv>;
+    g.small_run = &gemm_small_run<Arch, G.small_rows, G.small_nv>;
     g.pack_b_small = &gemm_pack_b<Arch, G.small_nv * W>;
     // The rows past the last small tile take the wide kernel of the same width.
     static_assert(G.small_rows <= kMaxWideRows + 1 && (G.small_nv & (G.small_nv - 1)) == 0 &&
