@@ -315,11 +315,11 @@ void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int
         p.beta);
 }
 
-// Small products through the small tiles (4 x 64 on AVX-512). B^T, and the columns of B past
-// its last whole panel, are transposed or copied first into zero-padded panels of the tile's
-// width (16 KB at 64^3) that every tile, partial ones included, reads from L1; whole panels of
-// B are read in place. On several threads each takes a share of the row tiles (the tiles'
-// panels are too few to share: one at 64^3).
+// Small products through the small tiles (4 x 64 on AVX-512). B^T is transposed first into
+// zero-padded panels of the tile's width (16 KB at 64^3) that every tile, partial ones included,
+// reads from L1; B not transposed comes in whole panels (gemm_run) and is read in place. On
+// several threads each takes a share of the row tiles (the tiles' panels are too few to share:
+// one at 64^3).
 // B^T on one thread, the 64^3 x 256 batch (one item per task), alternated medians: on Zen 5,
 // against 14 x 32 tiles over 32-column panels, 217.7 -> 231.0 GFLOP/s on 1 thread, 426.7 ->
 // 461.8 on 2; on Sapphire Rapids, against 14 x 32 tiles over 32-column panels with A in place,
@@ -329,23 +329,19 @@ void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int
 Status gemm_small_tiles(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const int64_t NS = kt.small_cols, R = kt.small_rows;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  const int64_t in_place = p.tb ? 0 : p.n / NS * NS;
-  float* panels = nullptr;
-  if (in_place < p.n) {
-    panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n - in_place, NS) * p.k));
-    if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B panels");
-    kt.pack_b_small(p.tb, p.k, p.n - in_place, p.tb ? p.b + in_place * p.ldb : p.b + in_place,
-                    p.ldb, panels);
+  const float* b = p.b;
+  int64_t ldb = p.ldb, panel_step = NS;  // from the start of one panel to the next
+  if (p.tb) {
+    float* panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n, NS) * p.k));
+    if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B^T");
+    kt.pack_b_small(true, p.k, p.n, p.b, p.ldb, panels);
+    b = panels, ldb = NS, panel_step = NS * p.k;
   }
   thread_slices(ceil_div(p.m, R), parallel, [&](int64_t t0, int64_t t1, bool) {
     const int64_t i0 = t0 * R, i1 = std::min(p.m, t1 * R);
-    for (int64_t j = 0; j < p.n; j += NS) {
-      const int64_t nr = std::min(NS, p.n - j);
-      if (j < in_place)
-        small_column(kt, p, a_rs, a_cs, i0, i1, p.b + j, p.ldb, p.c + j, nr);
-      else
-        small_column(kt, p, a_rs, a_cs, i0, i1, panels + (j - in_place) * p.k, NS, p.c + j, nr);
-    }
+    for (int64_t j = 0, q = 0; j < p.n; j += NS, ++q)
+      small_column(kt, p, a_rs, a_cs, i0, i1, b + q * panel_step, ldb, p.c + j,
+                   std::min(NS, p.n - j));
   });
   return Status::ok;
 }
