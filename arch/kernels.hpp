@@ -82,8 +82,9 @@ struct GemmKernels {
   int small_rows, small_cols;
   GemmStridedRunFn small_run;
   GemmPackFn pack_b_small;
-  // Small products with B not transposed and whole small_cols panels read B in place with the
-  // small tiles too (rows split across threads), not with the MR x NR tiles: set where a vector
+  // Small products with B not transposed and whole small_cols panels take the small tiles too,
+  // not the MR x NR tiles: B read in place where its rows span L1 (rows split across threads),
+  // else packed a panel at a time (small_tiles_form in src/gemm_driver.cpp). Set where a vector
   // load across two cache lines costs no more than one (blocking.hpp: kAvx512Gemm).
   bool small_b_in_place;
   // Narrow forms, one vector of columns (nr <= simd floats) out of B panels ldb apart: fused

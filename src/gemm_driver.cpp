@@ -315,35 +315,68 @@ void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int
         p.beta);
 }
 
-// Small products through the small tiles (4 x 64 on AVX-512). B^T is transposed first into
-// zero-padded panels of the tile's width (16 KB at 64^3) that every tile, partial ones included,
-// reads from L1; B not transposed comes in whole panels (gemm_run) and is read in place. On
-// several threads each takes a share of the row tiles (the tiles' panels are too few to share:
-// one at 64^3).
-// B^T on one thread, the 64^3 x 256 batch (one item per task), alternated medians: on Zen 5,
-// against 14 x 32 tiles over 32-column panels, 217.7 -> 231.0 GFLOP/s on 1 thread, 426.7 ->
-// 461.8 on 2; on Sapphire Rapids, against 14 x 32 tiles over 32-column panels with A in place,
-// 96.7 -> 105.0 and 190.3 -> 211.7.
-// B in place (GemmKernels::small_b_in_place, whole panels only): kAvx512Gemm in
+// How a small product meets the small tiles (4 x 64 on AVX-512), if it does.
+enum class SmallTiles {
+  none,        // the MR x NR tiles serve it
+  b_in_place,  // B read in place, each thread a share of the row tiles
+  b_panels,    // each thread a share of the column panels, each packed just before its tiles
+};
+
+// B in place needs whole panels and a B whose k rows span L1 (b_span_fits_l1): past it, rows
+// 512 bytes apart (128^3) fill 16 lines of each set they use where L1 has 12 ways, and every row
+// tile reads the panel from L2 again. A panel packed (64 x 128 x 4 B = 32 KB, contiguous) is
+// then reused from L1 by all the rows. Zen 5, alternated medians, GFLOP/s, in place -> packed
+// panels (1 thread / 2 threads): 128^3 196 / 347 -> 256 / 443, 64 x 256 x 128 198 / 354 -> 243
+// / 428, 128 x 256 x 64 192 / 343 -> 251 / 442 (the MR x NR tiles: 240 / 429, 239 / 418).
+// Packing all panels first and splitting rows ran as fast on 1 thread but lost on 2 (128^3
+// 377), the packing being serial; a panel deeper than 128 (64 KB) no longer stays in L1, and
+// 32 x 256 x 256 ran 204 against 219 on the MR x NR tiles, so it keeps them. B^T is always
+// packed: a panel at a time ran as fast as packing it all first on 1 thread (128^3 249 -> 251,
+// 64 x 128 x 64 231 -> 239) and lets 2 threads share the panels (128^3 432 -> 445, 128 x 256
+// x 64 426 -> 445, 64 x 128 x 64 315 -> 336, against the MR x NR tiles).
+SmallTiles small_tiles_form(const GemmKernels& kt, const GemmProblem& p, int threads) {
+  if (!kt.small_run) return SmallTiles::none;
+  const int64_t NS = kt.small_cols;
+  const bool panels_per_thread = ceil_div(p.n, NS) % threads == 0;
+  if (p.tb) return panels_per_thread ? SmallTiles::b_panels : SmallTiles::none;
+  if (!kt.small_b_in_place || p.n % NS != 0) return SmallTiles::none;
+  if (b_span_fits_l1(p)) return SmallTiles::b_in_place;
+  const bool panel_fits_l1 = 4.0 * double(p.k) * double(NS) <= 32768.0;
+  return panel_fits_l1 && panels_per_thread ? SmallTiles::b_panels : SmallTiles::none;
+}
+
+// Small products through the small tiles, in the form small_tiles_form chose. The 64^3 x 256
+// batch with B^T (one item per task), alternated medians: on Zen 5, against 14 x 32 tiles over
+// 32-column panels, 217.7 -> 231.0 GFLOP/s on 1 thread, 426.7 -> 461.8 on 2; on Sapphire
+// Rapids, against 14 x 32 tiles over 32-column panels with A in place, 96.7 -> 105.0 and 190.3
+// -> 211.7. B in place on AMD only (GemmKernels::small_b_in_place): kAvx512Gemm in
 // arch/common/blocking.hpp.
-Status gemm_small_tiles(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+Status gemm_small_tiles(const GemmKernels& kt, const GemmProblem& p, SmallTiles form,
+                        bool parallel) {
   const int64_t NS = kt.small_cols, R = kt.small_rows;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  const float* b = p.b;
-  int64_t ldb = p.ldb, panel_step = NS;  // from the start of one panel to the next
-  if (p.tb) {
-    float* panels = thread_scratch(ScratchSlot::gemm_b).floats(size_t(round_up(p.n, NS) * p.k));
-    if (!panels) return fail(Status::out_of_memory, "cannot allocate the packed B^T");
-    kt.pack_b_small(true, p.k, p.n, p.b, p.ldb, panels);
-    b = panels, ldb = NS, panel_step = NS * p.k;
+  if (form == SmallTiles::b_in_place) {
+    thread_slices(ceil_div(p.m, R), parallel, [&](int64_t t0, int64_t t1, bool) {
+      const int64_t i0 = t0 * R, i1 = std::min(p.m, t1 * R);
+      for (int64_t j = 0; j < p.n; j += NS)
+        small_column(kt, p, a_rs, a_cs, i0, i1, p.b + j, p.ldb, p.c + j, NS);
+    });
+    return Status::ok;
   }
-  thread_slices(ceil_div(p.m, R), parallel, [&](int64_t t0, int64_t t1, bool) {
-    const int64_t i0 = t0 * R, i1 = std::min(p.m, t1 * R);
-    for (int64_t j = 0, q = 0; j < p.n; j += NS, ++q)
-      small_column(kt, p, a_rs, a_cs, i0, i1, b + q * panel_step, ldb, p.c + j,
-                   std::min(NS, p.n - j));
+  std::atomic<bool> oom{false};
+  thread_slices(ceil_div(p.n, NS), parallel, [&](int64_t q0, int64_t q1, bool) {
+    float* panel = thread_scratch(ScratchSlot::gemm_b).floats(size_t(NS * p.k));
+    if (!panel) {
+      oom = true;
+      return;
+    }
+    for (int64_t j = q0 * NS; j < std::min(p.n, q1 * NS); j += NS) {
+      const int64_t nr = std::min(NS, p.n - j);
+      kt.pack_b_small(p.tb, p.k, nr, p.tb ? p.b + j * p.ldb : p.b + j, p.ldb, panel);
+      small_column(kt, p, a_rs, a_cs, 0, p.m, panel, NS, p.c + j, nr);
+    }
   });
-  return Status::ok;
+  return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel") : Status::ok;
 }
 
 // ---- the blocked path: pack A blocks and B blocks, micro-kernels over the packed panels --------
@@ -604,17 +637,18 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   }
   // Few rows: pack nothing of A (packing would cost as much as the product); B^T is then best
   // read as dot products along k, B by the wide kernels in place (A^T with B^T: NR panels). Small
-  // products run by one thread read B in place when its rows span at most L1 (b_span_fits_l1), else
-  // take the blocked path, whose one packing step for all of B beat packing it panel by panel
-  // (64^3: 2-3%). Run by several, they skip the shared packing of B: its own fork-join would double
-  // the scheduling cost of a product that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240
-  // without). Mid-size products (A and B within 1 MB, k > 128; kMidInPlaceBytes) whose B rows are
-  // 64-byte aligned read both operands in place too: no packing, no pack fork-join, one pass over
-  // C, the B rows' strides covered by the micro-kernel's prefetches. AVX-512, interleaved, best of
-  // runs, GFLOP/s blocked -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 ->
-  // 162, 240 -> 300; from a 16-byte aligned B in place ran ~10% slower than blocked, and with A and
-  // B beyond L2 (2048^3, 2 threads) 300 -> 170. Short k stays blocked (rows outer: C rows).
-  // Prepacked B always takes the blocked path, whose KC blocks its layout follows.
+  // products go to the table's small tiles where small_tiles_form says so; the others run by one
+  // thread read B in place when its rows span at most L1 (b_span_fits_l1), else take the blocked
+  // path, whose one packing step for all of B beat packing it panel by panel (64^3: 2-3%). Run by
+  // several, they skip the shared packing of B: its own fork-join would double the scheduling cost
+  // of a product that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240 without). Mid-size
+  // products (A and B within 1 MB, k > 128; kMidInPlaceBytes) whose B rows are 64-byte aligned read
+  // both operands in place too: no packing, no pack fork-join, one pass over C, the B rows' strides
+  // covered by the micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s blocked
+  // -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300; from a
+  // 16-byte aligned B in place ran ~10% slower than blocked, and with A and B beyond L2 (2048^3, 2
+  // threads) 300 -> 170. Short k stays blocked (rows outer: C rows). Prepacked B always takes the
+  // blocked path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(blocked_kernels(kt, p.k, p.n), p, parallel);
   if (few_rows && p.tb && !p.ta) {
     gemm_dot(kt, p, parallel);
@@ -623,9 +657,9 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (few_rows && !p.tb && p.m <= arch::kMaxWideRows) return gemm_wide(kt, p, parallel);
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
-  if (small && kt.small_run &&
-      ((p.tb && threads == 1) || (!p.tb && kt.small_b_in_place && p.n % kt.small_cols == 0)))
-    return gemm_small_tiles(kt, p, parallel);
+  if (const SmallTiles form = small ? small_tiles_form(kt, p, threads) : SmallTiles::none;
+      form != SmallTiles::none)
+    return gemm_small_tiles(kt, p, form, parallel);
   if (few_rows || (small && (parallel || b_span_fits_l1(p))) ||
       (mid && b_rows_aligned(p) && operand_bytes <= kMidInPlaceBytes)) {
     // A small product on one thread with B past L1 (128^3) reads A in place faster with the

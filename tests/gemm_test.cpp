@@ -149,38 +149,45 @@ TEST_P(Gemm, SmallTilesOfTheTable) {
                 [](int64_t m, int64_t n) { return 1 + (m * 5 + n) % 40; });
 }
 
-// Small products with B not transposed and whole panels of the small tile's width: read in
-// place by the small tiles where the table says so (AVX-512 on AMD), by the MR x NR tiles
-// elsewhere. Both choices on every machine, on 1 and 2 threads (rows split), B 16 bytes past a
-// line or on one, every A layout, both sides of the L1 span (k = 33, 100).
-TEST_P(Gemm, SmallProductsBInPlaceEitherTile) {
+// Small products through the small tiles in each of their forms (small_tiles_form in
+// src/gemm_driver.cpp): B read in place (whole panels, k rows within L1, rows split across
+// threads), B or B^T packed a panel at a time (panels split across threads), and the MR x NR
+// tiles where neither applies (a partial panel of B, panels that do not divide among the
+// threads, a packed panel past L1 at k = 200). Both values of small_b_in_place on every machine
+// with small tiles (the AMD choice is tested on Intel too), on 1, 2 and 3 threads, every
+// transpose, B 16 bytes past a line or on one, padded leading dimensions, beta = 0 over a
+// poisoned C.
+TEST_P(Gemm, SmallTilesEveryForm) {
   const auto& g = tessera::detail::active_table().gemm;
   if (g.small_run == nullptr) GTEST_SKIP() << "no small tiles in this table";
   const int64_t R = g.small_rows, NS = g.small_cols;
   for (bool in_place : {false, true}) {
     tessera::arch::GemmKernels kt = g;
     kt.small_b_in_place = in_place;
-    for (int threads : {1, 2})
+    for (int threads : {1, 2, 3})
       tbb::task_arena(threads).execute([&] {
         int combo = 0;
         for (Transpose ta : kTrans)
-          for (int64_t m : {R + 1, 3 * R + 2, 16 * R})
-            for (int64_t n : {NS, 2 * NS})
-              for (int64_t k : {33, 100}) {
-                GemmTester()
-                    .kernels(&kt)
-                    .m(m)
-                    .n(n)
-                    .k(k)
-                    .ta(ta)
-                    .alpha(combo % 3 == 2 ? -0.5f : 1.0f)
-                    .beta(combo % 2 ? 0.3f : 0.0f)
-                    .aligned_b(combo % 4 == 1)
-                    .pad(combo % 5 == 0 ? 3 : 0)
-                    .test(uint32_t(combo));
-                ++combo;
-                if (::testing::Test::HasFatalFailure()) return;
-              }
+          for (Transpose tb : kTrans)
+            for (int64_t m : {R + 1, 3 * R + 2, 16 * R})
+              for (int64_t n : {NS, 2 * NS, 3 * NS, 2 * NS + 5})
+                for (int64_t k : {33, 100, 200}) {
+                  if (double(m) * n * k > 128.0 * 128 * 128) continue;  // not small
+                  GemmTester()
+                      .kernels(&kt)
+                      .m(m)
+                      .n(n)
+                      .k(k)
+                      .ta(ta)
+                      .tb(tb)
+                      .alpha(combo % 3 == 2 ? -0.5f : 1.0f)
+                      .beta(combo % 2 ? 0.3f : 0.0f)
+                      .aligned_b(combo % 4 == 1)
+                      .pad(combo % 5 == 0 ? 3 : 0)
+                      .test(uint32_t(combo));
+                  ++combo;
+                  if (::testing::Test::HasFatalFailure()) return;
+                }
       });
   }
 }

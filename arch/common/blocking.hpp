@@ -20,9 +20,9 @@ struct GemmBlocking {
   // disassembly of the k loops (no stack accesses): 24 accumulators spilled 3 q registers per
   // k step on AArch64 (3 x 8), and 1 x 8 spilled on ARMv7.
   int wide_acc, wide_nv;
-  // Small products with B^T run by one thread (B^T packed into panels small_nv vectors wide):
-  // tiles of small_rows x small_nv vectors down each panel, as one run; 0 where the MR x NR
-  // tile serves them.
+  // Small products with B^T (B^T packed a panel small_nv vectors wide at a time, the panels
+  // shared among the threads): tiles of small_rows x small_nv vectors down each panel, as one
+  // run; 0 where the MR x NR tile serves them.
   int small_rows = 0, small_nv = 0;
   // The few-row kernels that stream B row by row (gemm_rows_stream.hpp): A broadcasts held
   // across a block of B rows, R x KB with KB = stream_bcast / R (at most 8 rows). Twice wide_acc
@@ -59,7 +59,9 @@ struct GemmBlocking {
 //   106.6 -> 112.2, 64 x 64 x 32 99.1 -> 109.3, 128^3 107.0 -> 109.3 (B past L1; B packed the
 //   same); 2 threads, rows split, 64^3 130.1 -> 146.2, 128^3 192.6 -> 202.5, 128 x 128 x 32 132.0
 //   -> 160.0. n = 96 or 100 (a partial panel) gained nothing, and n = 32 lost half (a padded panel
-//   doubles the work), so partial panels keep the MR x NR tiles.
+//   doubles the work), so partial panels keep the MR x NR tiles. A B whose k rows span past L1
+//   (128^3 on Zen 5: 196 GFLOP/s in place) is packed a panel at a time instead (256;
+//   small_tiles_form in src/gemm_driver.cpp has the measurements).
 inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4, 48};
 
 // AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,
