@@ -43,6 +43,9 @@ struct TileRun {
   int64_t count, a_step, b_step, c_step;
   const float* l2_next = nullptr;
   int64_t l2_lines = 0;
+  // A read in place, rows a_rs apart (the strided run): each tile brings the next tile's rows
+  // into L2 (gemm_ukernel.hpp: ARowsFetchingNext).
+  bool a_next = false;
 };
 using GemmPackedRunFn = void (*)(const TileRun& run, int64_t kc, const float* a_panel,
                                  const float* b_panel, float* c, int64_t ldc, int64_t nr,

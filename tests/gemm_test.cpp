@@ -220,6 +220,20 @@ TEST_P(Gemm, SmallProductsSplitAcrossThreads) {
       }
 }
 
+// Narrow products whose A (past 8 MB, read in place by one or two B panels) is streamed: each
+// tile of a run fetches the next one's rows. One deep panel (n = 64) and two narrow ones (n =
+// 40, a partial panel), k past one and two KC blocks, a partial row tile, 1 and 2 threads,
+// beta = 0 over a poisoned C and beta = 0.3 with alpha = -0.5, padded leading dimensions; A^T
+// (never fetched ahead) alongside.
+TEST_P(Gemm, NarrowProductsStreamingA) {
+  for (int threads : {1, 2})
+    tbb::task_arena(threads).execute([&] {
+      GemmTester().m(1925).n(64).k(1100).test();
+      GemmTester().m(1925).n(40).k(1100).alpha(-0.5f).beta(0.3f).pad(3).test();
+      GemmTester().m(1030).n(64).k(2050).ta(Transpose::trans).beta(0.3f).test();
+    });
+}
+
 // Few rows against a B past 1 MB: B streamed row by row (gemm_rows_stream.hpp), k blocks of
 // the table's KB rows with the rows past the last whole block one at a time (k below, at and
 // past a multiple of 8), the columns past the last whole vector through the wide kernels, A

@@ -168,6 +168,26 @@ struct ARows {
   }
 };
 
+// ARows that also brings the next tile's rows (next: its row 0, the same k range) into L2, one
+// line per k step (one row after another, a line of each in turn), so that the next tile does
+// not start R cold streams. For A read once from memory (TileRun::a_next), where each tile's rows
+// are R new 4 KB pages of a matrix past L3 and the hardware prefetcher, which stops at a page,
+// relearned every stream at every tile. The R kc / 16 lines are fetched within the first
+// R / 16 of the tile's steps.
+template <int R>
+struct ARowsFetchingNext : ARows<R> {
+  const float* next;
+  int64_t kc, row = 0, offset = 0;
+  ARowsFetchingNext(const float* a, int64_t lda_, const float* next_, int64_t kc_)
+      : ARows<R>(a, lda_), next(next_), kc(kc_) {}
+  TESSERA_ALWAYS_INLINE void prefetch() {
+    if (offset < kc) {
+      __builtin_prefetch(next + row * this->lda + offset, 0, 2);
+      if (++row == R) row = 0, offset += kLineFloats;
+    }
+  }
+};
+
 // The one k loop behind every entry point below, over any A walker; B row p at b + p ldb.
 // kPrefetch = false leaves out every software prefetch (C's, B's, A's and l2_next's).
 // Always inlined, so the packed entry point gets its strides as constants and a loop with
@@ -249,8 +269,12 @@ void gemm_ukernel_run(const TileRun& run, int64_t kc, const float* a, int64_t a_
   if (a_cs == 1) {
     const float* next = run.l2_next;
     for (int64_t t = 0; t < run.count; ++t, a += run.a_step, b += run.b_step, c += run.c_step) {
-      ukernel_body<Arch, R, NV>(kc, ARows<R>(a, a_rs), b, ldb, c, ldc, nr, alpha, beta, next,
-                                next ? run.l2_lines : 0);
+      if (run.a_next && t + 1 < run.count)
+        ukernel_body<Arch, R, NV>(kc, ARowsFetchingNext<R>(a, a_rs, a + run.a_step, kc), b, ldb, c,
+                                  ldc, nr, alpha, beta, next, next ? run.l2_lines : 0);
+      else
+        ukernel_body<Arch, R, NV>(kc, ARows<R>(a, a_rs), b, ldb, c, ldc, nr, alpha, beta, next,
+                                  next ? run.l2_lines : 0);
       if (next) next += run.l2_lines * kLineFloats;
     }
   } else {
