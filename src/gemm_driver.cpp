@@ -315,7 +315,7 @@ void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int
         p.beta);
 }
 
-// How a small product meets the small tiles (4 x 64 on AVX-512), if it does.
+// How a product meets the small tiles (4 x 64 on AVX-512), if it does.
 enum class SmallTiles {
   none,        // the MR x NR tiles serve it
   b_in_place,  // B read in place, each thread a share of the row tiles
@@ -334,14 +334,33 @@ enum class SmallTiles {
 // packed: a panel at a time ran as fast as packing it all first on 1 thread (128^3 249 -> 251,
 // 64 x 128 x 64 231 -> 239) and lets 2 threads share the panels (128^3 432 -> 445, 128 x 256
 // x 64 426 -> 445, 64 x 128 x 64 315 -> 336, against the MR x NR tiles).
-SmallTiles small_tiles_form(const GemmKernels& kt, const GemmProblem& p, int threads) {
+//
+// Past the small products, a product with k <= 128 (a packed panel within 32 KB) whose A is read
+// in place from L2 or L3 (at most kPanelsAInPlaceBytes, not transposed) takes the packed panels
+// too, and skips the blocked path's packing of A: BLIS's loops with NR = 64, KC = k and A in
+// place. Zen 5, alternated medians, GFLOP/s blocked -> packed panels (1 thread / 2 threads):
+// 4096 x 4096 x 64 with B^T (attention's scores) 242 / 480 -> 245 / 491, 4096 x 4096 x 128 247
+// / 474 -> 250 / 496, 1024 x 1024 x 64 243 / 468 -> 260 / 502, 512^2 x 128 248 / 483 -> 258 /
+// 501, 2048 x 128 x 128 250 / 481 -> 262 / 497, 4096 x 512 x 32 227 / 421 -> 257 / 483, 1024 x
+// 1000 x 64 (a partial panel) 244 / 468 -> 256 / 495. Where it lost: A of 4 MB (16384 x 1024 x
+// 64: 243 -> 239, read from L3 once per panel), A^T (4096 x 1024 x 64: 246 -> 219; the tiles
+// read A^T a strided row per k step) and panels that do not divide among the threads (512 x 320
+// x 96, 5 panels on 2: 476 -> 419).
+constexpr double kPanelsAInPlaceBytes = 2.0 * (1 << 20);
+
+SmallTiles small_tiles_form(const GemmKernels& kt, const GemmProblem& p, int threads, bool small) {
   if (!kt.small_run) return SmallTiles::none;
   const int64_t NS = kt.small_cols;
   const bool panels_per_thread = ceil_div(p.n, NS) % threads == 0;
+  const bool panel_fits_l1 = 4.0 * double(p.k) * double(NS) <= 32768.0;
+  if (!small)
+    return !p.ta && panel_fits_l1 && panels_per_thread &&
+                   4.0 * double(p.m) * double(p.k) <= kPanelsAInPlaceBytes
+               ? SmallTiles::b_panels
+               : SmallTiles::none;
   if (p.tb) return panels_per_thread ? SmallTiles::b_panels : SmallTiles::none;
   if (!kt.small_b_in_place || p.n % NS != 0) return SmallTiles::none;
   if (b_span_fits_l1(p)) return SmallTiles::b_in_place;
-  const bool panel_fits_l1 = 4.0 * double(p.k) * double(NS) <= 32768.0;
   return panel_fits_l1 && panels_per_thread ? SmallTiles::b_panels : SmallTiles::none;
 }
 
@@ -671,7 +690,8 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   if (few_rows && !p.tb && p.m <= arch::kMaxWideRows) return gemm_wide(kt, p, parallel);
   const bool small = double(p.m) * p.n * p.k <= 128.0 * 128 * 128;
   const bool mid = !small && p.k > 128 && operand_bytes <= kMidOperandBytes;
-  if (const SmallTiles form = small ? small_tiles_form(kt, p, threads) : SmallTiles::none;
+  if (const SmallTiles form =
+          few_rows && !small ? SmallTiles::none : small_tiles_form(kt, p, threads, small);
       form != SmallTiles::none)
     return gemm_small_tiles(kt, p, form, parallel);
   if (few_rows || (small && (parallel || b_span_fits_l1(p))) ||

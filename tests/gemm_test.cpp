@@ -192,6 +192,35 @@ TEST_P(Gemm, SmallTilesEveryForm) {
   }
 }
 
+// Products past the small ones with k <= 128 and A within 2 MB take the small tiles' packed
+// panels too (small_tiles_form): whole and partial panels (n = 256, 201: 4 panels), k at 64 and
+// 128, a row tail (m = 301) through the wide kernels, on 1 and 2 threads (4 panels shared) and 3
+// (the blocked path: panels do not divide), every transpose (A^T takes the blocked path),
+// beta = 0 over a poisoned C, padded leading dimensions.
+TEST_P(Gemm, PackedPanelsPastSmallProducts) {
+  for (int threads : {1, 2, 3})
+    tbb::task_arena(threads).execute([&] {
+      int combo = 0;
+      for (Transpose ta : kTrans)
+        for (Transpose tb : kTrans)
+          for (int64_t n : {256, 201})
+            for (int64_t k : {64, 128}) {
+              GemmTester()
+                  .m(301)
+                  .n(n)
+                  .k(k)
+                  .ta(ta)
+                  .tb(tb)
+                  .alpha(combo % 3 == 2 ? -0.5f : 1.0f)
+                  .beta(combo % 2 ? 0.3f : 0.0f)
+                  .pad(combo % 5 == 0 ? 3 : 0)
+                  .test(uint32_t(combo));
+              ++combo;
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+    });
+}
+
 // Mid-size products (A and B within 4 MB, k > 128) read A, and B when its rows are 64-byte
 // aligned, in place; B^T and misaligned B are packed a panel at a time inside the tasks.
 TEST_P(Gemm, MidSizeInPlaceAndPackedPerTask) {

@@ -61,7 +61,9 @@ struct GemmBlocking {
 //   -> 160.0. n = 96 or 100 (a partial panel) gained nothing, and n = 32 lost half (a padded panel
 //   doubles the work), so partial panels keep the MR x NR tiles. A B whose k rows span past L1
 //   (128^3 on Zen 5: 196 GFLOP/s in place) is packed a panel at a time instead (256;
-//   small_tiles_form in src/gemm_driver.cpp has the measurements).
+//   small_tiles_form in src/gemm_driver.cpp has the measurements). Past the small products,
+//   k <= 128 with A within 2 MB takes the same packed panels (attention's 4096 x 4096 x 64
+//   scores among them; measurements there too).
 inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4, 48};
 
 // AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,
