@@ -299,7 +299,7 @@ Status gemm_unpacked_a(const GemmKernels& kt, const GemmProblem& p, bool paralle
   return Status::ok;
 }
 
-// ---- small products: runs of the table's small tiles -------------------------------------------
+// ---- small products, and k <= 128: runs of the table's small tiles -----------------------------
 // Rows [i0, i1) (i0 a multiple of the small tile's rows) of one column block of the small
 // tiles, B rows ldb apart: the whole tiles as one run, then the rows past them through the
 // wide kernel of the same width (table.hpp checks it exists).
@@ -364,7 +364,7 @@ SmallTiles small_tiles_form(const GemmKernels& kt, const GemmProblem& p, int thr
   return panel_fits_l1 && panels_per_thread ? SmallTiles::b_panels : SmallTiles::none;
 }
 
-// Small products through the small tiles, in the form small_tiles_form chose. The 64^3 x 256
+// A product through the small tiles, in the form small_tiles_form chose. The 64^3 x 256
 // batch with B^T (one item per task), alternated medians: on Zen 5, against 14 x 32 tiles over
 // 32-column panels, 217.7 -> 231.0 GFLOP/s on 1 thread, 426.7 -> 461.8 on 2; on Sapphire
 // Rapids, against 14 x 32 tiles over 32-column panels with A in place, 96.7 -> 105.0 and 190.3
