@@ -236,15 +236,19 @@ bool b_rows_aligned(const GemmProblem& p) {
   return !p.tb && reinterpret_cast<uintptr_t>(p.b) % 64 == 0 && p.ldb % 16 == 0;
 }
 
-// B not transposed, its k rows spanning at most 32 KB (the smallest L1d we target): a B panel
-// read in place then stays in L1 across the row tiles whatever its alignment and stride (a
-// contiguous span of at most the cache's size fills no set beyond its ways), and packing it
-// would cost more than its unaligned loads. 1 thread, 16-byte aligned B, against OpenBLAS
+// The smallest L1d we target: what a B read in place (b_span_fits_l1) or a packed small-tile
+// panel (small_tiles_form) may span and still stay in L1 across the row tiles.
+constexpr double kL1Bytes = 32768.0;
+
+// B not transposed, its k rows spanning at most kL1Bytes: a B panel read in place then stays
+// in L1 across the row tiles whatever its alignment and stride (a contiguous span of at most
+// the cache's size fills no set beyond its ways), and packing it would cost more than its
+// unaligned loads. 1 thread, 16-byte aligned B, against OpenBLAS
 // SkylakeX in the same process (medians of 41 x 200 calls): 32^3 0.78 -> 0.90x, 64^3 0.87 ->
 // 0.96x, 64 x 64 x 128 0.85 -> 0.96x. Past it, 128^3 (64 KB, rows 512 bytes apart: 1/8 of L1's
 // sets) ran 4% slower.
 bool b_span_fits_l1(const GemmProblem& p) {
-  return !p.tb && 4.0 * double(p.k) * double(p.ldb) <= 32768.0;
+  return !p.tb && 4.0 * double(p.k) * double(p.ldb) <= kL1Bytes;
 }
 
 // column_slices: on several threads, one fixed share of the column panels per thread, all rows
@@ -352,7 +356,7 @@ SmallTiles small_tiles_form(const GemmKernels& kt, const GemmProblem& p, int thr
   if (!kt.small_run) return SmallTiles::none;
   const int64_t NS = kt.small_cols;
   const bool panels_per_thread = ceil_div(p.n, NS) % threads == 0;
-  const bool panel_fits_l1 = 4.0 * double(p.k) * double(NS) <= 32768.0;
+  const bool panel_fits_l1 = 4.0 * double(p.k) * double(NS) <= kL1Bytes;
   if (!small)
     return !p.ta && panel_fits_l1 && panels_per_thread &&
                    4.0 * double(p.m) * double(p.k) <= kPanelsAInPlaceBytes
