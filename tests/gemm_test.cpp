@@ -173,18 +173,8 @@ TEST_P(Gemm, SmallTilesEveryForm) {
               for (int64_t n : {NS, 2 * NS, 3 * NS, 2 * NS + 5})
                 for (int64_t k : {33, 100, 200}) {
                   if (double(m) * n * k > 128.0 * 128 * 128) continue;  // not small
-                  GemmTester()
-                      .kernels(&kt)
-                      .m(m)
-                      .n(n)
-                      .k(k)
-                      .ta(ta)
-                      .tb(tb)
-                      .alpha(combo % 3 == 2 ? -0.5f : 1.0f)
-                      .beta(combo % 2 ? 0.3f : 0.0f)
-                      .aligned_b(combo % 4 == 1)
-                      .pad(combo % 5 == 0 ? 3 : 0)
-                      .test(uint32_t(combo));
+                  GemmTester().kernels(&kt).m(m).n(n).k(k).ta(ta).tb(tb).cycle(combo).test(
+                      uint32_t(combo));
                   ++combo;
                   if (::testing::Test::HasFatalFailure()) return;
                 }
@@ -196,7 +186,7 @@ TEST_P(Gemm, SmallTilesEveryForm) {
 // panels too (small_tiles_form): whole and partial panels (n = 256, 201: 4 panels), k at 64 and
 // 128, a row tail (m = 301) through the wide kernels, on 1 and 2 threads (4 panels shared) and 3
 // (the blocked path: panels do not divide), every transpose (A^T takes the blocked path),
-// beta = 0 over a poisoned C, padded leading dimensions.
+// the scalars and layouts of GemmTester::cycle.
 TEST_P(Gemm, PackedPanelsPastSmallProducts) {
   for (int threads : {1, 2, 3})
     tbb::task_arena(threads).execute([&] {
@@ -205,16 +195,7 @@ TEST_P(Gemm, PackedPanelsPastSmallProducts) {
         for (Transpose tb : kTrans)
           for (int64_t n : {256, 201})
             for (int64_t k : {64, 128}) {
-              GemmTester()
-                  .m(301)
-                  .n(n)
-                  .k(k)
-                  .ta(ta)
-                  .tb(tb)
-                  .alpha(combo % 3 == 2 ? -0.5f : 1.0f)
-                  .beta(combo % 2 ? 0.3f : 0.0f)
-                  .pad(combo % 5 == 0 ? 3 : 0)
-                  .test(uint32_t(combo));
+              GemmTester().m(301).n(n).k(k).ta(ta).tb(tb).cycle(combo).test(uint32_t(combo));
               ++combo;
               if (::testing::Test::HasFatalFailure()) return;
             }

@@ -67,6 +67,16 @@ class GemmTester {
     return *this;
   }
 
+  // The scalars and layout of case `combo` of a sweep, cycling independently: alpha -0.5 every
+  // third case (1 otherwise), beta 0.3 every other (0, over a poisoned C, otherwise), B on a
+  // 64-byte line every fourth, rows padded by 3 every fifth.
+  GemmTester& cycle(int combo) {
+    return alpha(combo % 3 == 2 ? -0.5f : 1.0f)
+        .beta(combo % 2 ? 0.3f : 0.0f)
+        .aligned_b(combo % 4 == 1)
+        .pad(combo % 5 == 0 ? 3 : 0);
+  }
+
   // Runs the product through the driver with these kernels (a copy of a table with one of its
   // choices changed) instead of through tessera::sgemm; plain products only.
   GemmTester& kernels(const tessera::arch::GemmKernels* v) {
