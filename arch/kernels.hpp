@@ -100,6 +100,12 @@ struct GemmKernels {
   // read in place (decode's P V), where NR columns would give too few independent FMA chains
   // (one row: NV). Null past the ISA's wide_acc and wide_nv (blocking.hpp); j = 0 is always there.
   GemmStridedFn wide[kMaxWideRows + 1][kWideWidths];
+  // As wide, with one or two rows prefetching B's lines kWideBAheadRows k steps ahead
+  // (gemm_ukernel.hpp; more rows: wide's own kernels), for a B streamed from L3 or memory. The
+  // driver takes them where prefetch_streamed_b is set (cores with the load slots for them) and
+  // a thread's share of B is past L2 (src/gemm_driver.cpp: gemm_wide_k_chunks).
+  GemmStridedFn wide_prefetching[kMaxWideRows + 1][kWideWidths];
+  bool prefetch_streamed_b;  // set for Zen 5 (arch/x86/avx512.cpp)
   // [r]: r <= kMaxWideRows rows of A against a B beyond L2, n whole vectors.
   GemmStreamFn rows_stream[kMaxWideRows + 1];
   GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols[r]

@@ -157,6 +157,10 @@ float* tail_panel(const GemmKernels& kt, int64_t n, int64_t k, std::atomic<bool>
   return panel;
 }
 
+// A thread's share of a streamed B up to this much may be found in its L2 again by the next
+// call (Zen 4 and 5: 1 MB of L2 per core).
+constexpr double kL2Bytes = 1 << 20;
+
 constexpr int64_t kNarrowRowFloats = 256;
 constexpr int64_t kWideKChunk = 1024;
 
@@ -170,13 +174,22 @@ Status gemm_wide_k_chunks(const GemmKernels& kt, const GemmProblem& p, bool para
   float* partial = thread_scratch(ScratchSlot::gemm_a).floats(size_t(chunks * block));
   if (!partial) return fail(Status::out_of_memory, "cannot allocate the partial sums");
   std::atomic<bool> oom{false};
+  // A thread's share of B past L2 streams from L3 or memory: the prefetching kernels, where the
+  // table has them. With a share that fits (1 x 128 x 4096 on 2 threads: 1 MB each) they ran
+  // slower on Zen 5. Alternated medians, GFLOP/s, wide -> wide_prefetching: 1 x 128 x 4096,
+  // 1 thread 53.6 -> 63.8; 2 x 128 x 4096, 1 thread 102.4 -> 114.9; 1 x 128 x 8192 on 2
+  // threads 94.2 -> 109.6; 1 x 128 x 4096 on 2 threads 110.2 -> 105.4.
+  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
+  const double share_bytes = 4.0 * double(ceil_div(chunks, threads) * kWideKChunk) * double(p.n);
+  const bool b_streams = kt.prefetch_streamed_b && share_bytes > kL2Bytes;
   auto run = [&](int64_t c0, int64_t c1, bool) {
     float* panel = tail_panel(kt, p.n, kWideKChunk, oom);
     if (oom) return;
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t k0 = c * kWideKChunk;
       gemm_wide_rows(kt, p.m, std::min(kWideKChunk, p.k - k0), p.a + k0 * a_cs, a_rs, a_cs,
-                     p.b + k0 * p.ldb, p.ldb, partial + c * block, p.n, p.n, 1.0f, 0.0f, panel);
+                     p.b + k0 * p.ldb, p.ldb, partial + c * block, p.n, p.n, 1.0f, 0.0f, panel,
+                     b_streams);
     }
   };
   thread_slices(chunks, parallel, run);
@@ -569,12 +582,13 @@ Scratch& thread_scratch(ScratchSlot slot) {
 
 void gemm_wide_rows(const GemmKernels& kt, int64_t r, int64_t k, const float* a, int64_t a_rs,
                     int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,
-                    float alpha, float beta, float* panel) {
+                    float alpha, float beta, float* panel, bool b_streams) {
   const int64_t W = kt.simd_floats, whole = n / W * W;
+  const auto& wide = b_streams ? kt.wide_prefetching : kt.wide;
   for (int64_t j0 = 0; j0 < whole;) {
     const int j = arch::wide_index(kt, int(r), (whole - j0) / W);
     const int64_t nr = (int64_t(1) << j) * W;
-    kt.wide[r][j](k, a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, nr, alpha, beta);
+    wide[r][j](k, a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, nr, alpha, beta);
     j0 += nr;
   }
   if (whole == n) return;

@@ -257,6 +257,44 @@ TEST_P(Gemm, FewRowsStreamB) {
   GemmTester().m(2).n(300).k(1000).ta(Transpose::trans).alpha(-0.5f).pad(3).test();
 }
 
+// Few rows against a narrow B split along k (chunks of 1024 rows) with both values of
+// prefetch_streamed_b, so that the prefetching wide kernels run on every machine: one to three
+// rows, whole vectors and a column tail (n = 200), a partial last chunk (k = 2049, 5000), a
+// thread's share of B within L2 (the plain kernels even when asked) and past it, on 1 and 2
+// threads, the scalars and layouts of GemmTester::cycle. The prefetches change no sum: C is the
+// same, bit for bit, with either kernels.
+TEST_P(Gemm, FewRowsNarrowBAlongKEitherPrefetch) {
+  const auto& g = tessera::detail::active_table().gemm;
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {
+      {1, 128, 4096}, {2, 128, 8192}, {1, 200, 5000}, {3, 64, 2049}, {1, 16, 4096}};
+  for (int threads : {1, 2})
+    tbb::task_arena(threads).execute([&] {
+      int combo = 0;
+      for (const Shape& s : shapes) {
+        std::vector<float> c[2];
+        for (bool prefetch : {false, true}) {
+          tessera::arch::GemmKernels kt = g;
+          kt.prefetch_streamed_b = prefetch;
+          GemmTester().kernels(&kt).m(s.m).n(s.n).k(s.k).cycle(combo).test(uint32_t(combo));
+          if (::testing::Test::HasFatalFailure()) return;
+          const auto a = tt::random_vec(size_t(s.m * s.k), 1);
+          const auto b = tt::random_vec(size_t(s.k * s.n + 4), 2);
+          c[prefetch].assign(size_t(s.m * s.n), 0.0f);
+          tessera::detail::GemmProblem p;
+          p.m = s.m, p.n = s.n, p.k = s.k, p.a = a.data(), p.lda = s.k, p.b = b.data() + 4;
+          p.ldb = s.n, p.c = c[prefetch].data(), p.ldc = s.n, p.alpha = 1.0f, p.beta = 0.0f;
+          ASSERT_EQ(tessera::detail::gemm_run(kt, p), tessera::Status::ok);
+        }
+        EXPECT_EQ(std::memcmp(c[0].data(), c[1].data(), c[0].size() * sizeof(float)), 0)
+            << s.m << "x" << s.n << "x" << s.k << " on " << threads << " threads";
+        ++combo;
+      }
+    });
+}
+
 // Bitwise identical C for 1, 2 and 8 threads on each path: small, mid-size with B in place
 // (aligned) and per column slice (misaligned, B^T), blocked (past 4 MB), short k (column slices
 // or shared blocks), and k across KC.

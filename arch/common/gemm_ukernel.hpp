@@ -190,6 +190,8 @@ struct ARowsFetchingNext : ARows<R> {
 
 // The one k loop behind every entry point below, over any A walker; B row p at b + p ldb.
 // kPrefetch = false leaves out every software prefetch (C's, B's, A's and l2_next's).
+// kBAhead: how many k steps ahead B's lines are prefetched into L1 (0: not at all; the default
+// is kPrefetchSteps for tiles of more than two rows, none for one or two: kWideBAheadRows).
 // Always inlined, so the packed entry point gets its strides as constants and a loop with
 // nothing but two pointer bumps beyond the loads and FMAs.
 // l2_next, l2_lines: lines to prefetch into L2 during the k loop, one per step (TileRun): the
@@ -201,7 +203,8 @@ struct ARowsFetchingNext : ARows<R> {
 // after: 1 thread 1024^3 86.7 -> 90.5, 2048^3 87.0 -> 90.4; 2 threads 1024^3 86.5 -> 91.4,
 // 2048^3 88.3 -> 90.6. Issued in a burst before each tile instead, the prefetches held the
 // line fill buffers and slowed every tile by 6%.
-template <class Arch, int R, int NV, bool kPrefetch = true, class AWalk>
+template <class Arch, int R, int NV, bool kPrefetch = true,
+          int kBAhead = (R > 2 ? int(kPrefetchSteps) : 0), class AWalk>
 TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int64_t ldb, float* c,
                                         int64_t ldc, int64_t nr, float alpha, float beta,
                                         const float* l2_next = nullptr, int64_t l2_lines = 0) {
@@ -223,13 +226,9 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int
       // Unaligned loads cost nothing extra on aligned panels and keep a prepacked B that the
       // caller moved to a less aligned address correct.
       TESSERA_UNROLL for (int v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + v * W);
-      // One or two rows (the wide kernels of decode's P V) are bound by loads, not FMAs: the
-      // prefetches took half of the load slots. Zen 4, 1 x 128 x 4096, 1 thread, GFLOP/s with
-      // -> without: 34.4 -> 45.2 (2 x 128 x 4096 59.2 -> 61.3); B is then a sequential stream
-      // the hardware prefetcher follows.
-      if constexpr (kPrefetch && R > 2)
+      if constexpr (kPrefetch && kBAhead > 0)
         TESSERA_UNROLL for (int line = 0; line < kBLines; ++line)
-            __builtin_prefetch(b + kPrefetchSteps * ldb + line * kLineFloats, 0, 3);
+            __builtin_prefetch(b + kBAhead * ldb + line * kLineFloats, 0, 3);
       if constexpr (kPrefetch) a.prefetch();
       TESSERA_UNROLL for (int i = 0; i < R; ++i) {
         const B ai(a.at(i));
@@ -250,15 +249,28 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int
   store_tile<Arch, R, NV>(acc, c, ldc, nr, alpha, beta);
 }
 
+// One or two rows (the wide kernels of decode's P V, B read once as one sequential stream)
+// prefetch B this many k steps ahead in the table's wide_prefetching kernels (taken on Zen 5
+// only: arch/x86/avx512.cpp), none in its wide ones. Zen 4 lost with them: its load slots were
+// the bound, and eight prefetches per k step beside eight B loads took half of them (1 x 128 x
+// 4096, 1 thread, GFLOP/s with 16 steps -> without: 34.4 -> 45.2; 2 x 128 x 4096 59.2 -> 61.3).
+// Zen 5 gains: the hardware prefetcher alone fed ~110 GB/s of the ~130 that L3 gives one core
+// (a plain load loop over 2 MB: 122 GB/s, 132 with prefetches 1-4 KB ahead). A standalone 1 x
+// 128 x 4096 loop, B 16 bytes off a line: none 55.5 GFLOP/s; 1, 2, 4, 8 steps ahead 64.5-65.1;
+// 16 steps 63.1; 32 steps 58.9.
+inline constexpr int kWideBAheadRows = 4;
+
 // A read in place through strides: row-major (a_cs = 1, a_rs = lda) or transposed (a_rs = 1,
-// a_cs = lda).
-template <class Arch, int R, int NV>
+// a_cs = lda). kBAhead as ukernel_body's.
+template <class Arch, int R, int NV, int kBAhead = (R > 2 ? int(kPrefetchSteps) : 0)>
 void gemm_ukernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
                   int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
   if (a_cs == 1)
-    ukernel_body<Arch, R, NV>(kc, ARows<R>(a, a_rs), b, ldb, c, ldc, nr, alpha, beta);
+    ukernel_body<Arch, R, NV, true, kBAhead>(kc, ARows<R>(a, a_rs), b, ldb, c, ldc, nr, alpha,
+                                             beta);
   else
-    ukernel_body<Arch, R, NV>(kc, AColumns{a, a_cs}, b, ldb, c, ldc, nr, alpha, beta);
+    ukernel_body<Arch, R, NV, true, kBAhead>(kc, AColumns{a, a_cs}, b, ldb, c, ldc, nr, alpha,
+                                             beta);
 }
 
 // gemm_ukernel<Arch, R, NV> over a run of tiles (TileRun), the walker chosen once.

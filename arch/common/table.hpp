@@ -66,17 +66,23 @@ GemmKernels make_tile_kernels() {
   return g;
 }
 
-template <class Arch, const GemmBlocking& G, int R, int J>
+// kPrefetching: the form of wide_prefetching (one or two rows prefetch B kWideBAheadRows ahead).
+template <class Arch, const GemmBlocking& G, int R, int J, bool kPrefetching>
 constexpr GemmStridedFn wide_kernel() {
-  if constexpr (J == 0 || ((R << J) <= G.wide_acc && (1 << J) <= G.wide_nv))
-    return &gemm_ukernel<Arch, R, (1 << J)>;
-  else
+  if constexpr (J == 0 || ((R << J) <= G.wide_acc && (1 << J) <= G.wide_nv)) {
+    if constexpr (kPrefetching && R <= 2)
+      return &gemm_ukernel<Arch, R, (1 << J), kWideBAheadRows>;
+    else
+      return &gemm_ukernel<Arch, R, (1 << J)>;
+  } else {
     return nullptr;
+  }
 }
 
 template <class Arch, const GemmBlocking& G, int R, int... J>
 void fill_wide_row(GemmKernels& k, std::integer_sequence<int, J...>) {
-  ((k.wide[R][J] = wide_kernel<Arch, G, R, J>()), ...);
+  ((k.wide[R][J] = wide_kernel<Arch, G, R, J, false>()), ...);
+  ((k.wide_prefetching[R][J] = wide_kernel<Arch, G, R, J, true>()), ...);
 }
 
 template <class Arch, const GemmBlocking& G, int... R>
