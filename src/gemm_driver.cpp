@@ -698,7 +698,10 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   // covered by the micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s blocked
   // -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300; from a
   // 16-byte aligned B in place ran ~10% slower than blocked, and with A and B beyond L2 (2048^3, 2
-  // threads) 300 -> 170. Short k stays blocked (rows outer: C rows). Prepacked B always takes the
+  // threads) 300 -> 170. Short k stays blocked (rows outer: C rows). Where a load across two
+  // lines costs one (AMD: small_b_in_place), a misaligned B is read in place as well: Zen 5,
+  // alternated medians of 25, 256^3 B 16 bytes off a line, 1 thread 251.1 -> 253.9 GFLOP/s (2
+  // threads 483.3 -> 484.7; 384^3, past the bound, 256.8 -> 257.0). Prepacked B always takes the
   // blocked path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(blocked_kernels(kt, p.k, p.n), p, parallel);
   if (few_rows && p.tb && !p.ta) {
@@ -713,7 +716,8 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
       form != SmallTiles::none)
     return gemm_small_tiles(kt, p, form, parallel);
   if (few_rows || (small && (parallel || b_span_fits_l1(p))) ||
-      (mid && b_rows_aligned(p) && operand_bytes <= kMidInPlaceBytes)) {
+      (mid && (b_rows_aligned(p) || (kt.small_b_in_place && !p.tb)) &&
+       operand_bytes <= kMidInPlaceBytes)) {
     // A small product on one thread with B past L1 (128^3) reads A in place faster with the
     // deep tile (where the small tiles do not take it): 1 thread, alternated medians, 14 x 32
     // -> 6 x 64: 260.5 -> 268.3 GFLOP/s (Zen 5). On two threads, with two 64-column panels to
