@@ -98,6 +98,11 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
       const float* a = p.a + i * p.lda;
       const int64_t j_end = std::min(p.n, jb1 * kColsPerTask);
       int64_t j = jb0 * kColsPerTask;
+      if (rows == 1) {
+        const int64_t whole = (j_end - j) / J * J;
+        kt.dot_row_run(p.k, a, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, whole, p.alpha, p.beta);
+        j += whole;
+      }
       for (; j + J <= j_end; j += J)
         kt.dot[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc, p.alpha,
                      p.beta);

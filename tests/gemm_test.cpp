@@ -81,6 +81,32 @@ TEST_P(Gemm, AttentionShapes) {
   GemmTester().m(257).n(65).k(300).ta(Transpose::trans).beta(0.3f).test();  // past the KC edge
 }
 
+// One row against B^T (decode's q K^T) through the one-row run (gemm_dot_nt_row_run): k at the
+// unrolled head dims (64, 128) and off them (100), contiguous rows (ldb = k: one loop, A loaded
+// once) and padded ones (a kernel call per group), n of one group, a few, many, a column tail,
+// on 1 and 2 threads (a contiguous run of groups per thread), the scalars of GemmTester::cycle
+// (beta = 0 over a poisoned C among them).
+TEST_P(Gemm, OneRowDotRuns) {
+  for (int threads : {1, 2})
+    tbb::task_arena(threads).execute([&] {
+      int combo = 0;
+      for (int64_t k : {64, 100, 128})
+        for (int64_t n : {16, 80, 1024, 1029})
+          for (int64_t pad : {0, 3}) {
+            GemmTester()
+                .m(1)
+                .n(n)
+                .k(k)
+                .tb(Transpose::trans)
+                .cycle(combo / 2)  // both paddings with the same scalars
+                .pad(pad)
+                .test(uint32_t(combo));
+            ++combo;
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+    });
+}
+
 // The active table's own block edges: k across one and two KC blocks (C updated with beta = 1
 // after the first), m across MC and uneven row blocks, k <= 128 (MR panels outside the NR
 // panels), prepacked B over several KC blocks.

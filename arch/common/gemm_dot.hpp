@@ -7,7 +7,8 @@
 // (SIMD lanes, then lane reduction, then the scalar tail) depends on k alone.
 // Register tile (AVX-512, 4 x 4): 16 accumulators acc[i][j] (16 lanes of partial dot
 // products each), 4 A vectors and 4 B vectors per step: 24 of 32 zmm.
-// One row (decode's q K^T) has its own kernel, gemm_dot_nt_row: 1 x W (W = lanes per vector).
+// One row (decode's q K^T) has its own kernel, gemm_dot_nt_row: 1 x W (W = lanes per vector),
+// and gemm_dot_nt_row_run: 1 x n, n a multiple of W (the same sums, group by group).
 #pragma once
 
 #include <xsimd/xsimd.hpp>
@@ -123,15 +124,14 @@ void gemm_dot_nt(int64_t k, const float* a, int64_t lda, const float* b, int64_t
 // 48.9 -> 79.8); fused attention's decode (kInOrder) kv 512 37.0 -> 39.1, kv 4096 16.1 -> 16.4,
 // kv 32768 17.0 -> 17.8. The groups of 4 for the stream too: kv 512 40.8 but kv 4096 12.7 (K from
 // DRAM as 4 interleaved streams); row after row for sgemm: 45.4 against 46.2.
+// The W rows of B at b against the A row held in av (K / W vectors): gemm_dot_nt_row_k's body.
 template <class Arch, int K, bool kInOrder>
-__attribute__((noinline)) void gemm_dot_nt_row_k(const float* a, const float* b, int64_t ldb,
-                                                 float* c, float alpha, float beta) {
+TESSERA_ALWAYS_INLINE void dot_row_group(
+    const xsimd::batch<float, Arch> (&av)[K / xsimd::batch<float, Arch>::size], const float* b,
+    int64_t ldb, float* c, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int W = static_cast<int>(B::size);
   static_assert(W % 4 == 0 && K % W == 0, "groups of 4 rows, whole vectors of k");
-  B av[K / W];  // the row of A, loaded once (K = 128: 8 zmm)
-#pragma GCC unroll 32
-  for (int p = 0; p < K / W; ++p) av[p] = B::load_unaligned(a + p * W);
   B acc[W];
   if constexpr (kInOrder) {
 #pragma GCC unroll 16
@@ -168,6 +168,17 @@ __attribute__((noinline)) void gemm_dot_nt_row_k(const float* a, const float* b,
     }
   }
   store_sums<Arch>(lanes::transpose_sum<Arch>(acc), c, alpha, beta);
+}
+
+template <class Arch, int K, bool kInOrder>
+__attribute__((noinline)) void gemm_dot_nt_row_k(const float* a, const float* b, int64_t ldb,
+                                                 float* c, float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(B::size);
+  B av[K / W];  // the row of A, loaded once (K = 128: 8 zmm)
+#pragma GCC unroll 32
+  for (int p = 0; p < K / W; ++p) av[p] = B::load_unaligned(a + p * W);
+  dot_row_group<Arch, K, kInOrder>(av, b, ldb, c, alpha, beta);
 }
 
 // One row of A against W rows of B (W = floats per vector), for the m = 1 decode product.
@@ -230,6 +241,42 @@ void gemm_dot_nt_row(int64_t k, const float* a, int64_t /*lda*/, const float* b,
     sum = B::load_aligned(t);
   }
   store_sums<Arch>(sum, c, alpha, beta);
+}
+
+// gemm_dot_nt_row over n columns (n a multiple of W) in one call, for sgemm's m = 1 product.
+// Rows of B ldb = K apart (a K cache of one head: contiguous) take one loop over the n / W
+// groups with the A row loaded once, every address a displacement off b. Other strides call
+// gemm_dot_nt_row_k per group: with ldb at run time inside this loop, GCC spent the general
+// registers on the 4 rows' and their prefetches' addresses and moved them through vector
+// registers (~400 moves per 16 rows). AVX-512, 1 x 4096 x 128, B 16 bytes off a line, hot in
+// L3, alternated medians, GFLOP/s: a call per group 56.2 -> 61.1 (a plain load loop over the
+// same 2 MB: 68.9).
+template <class Arch, int K>
+__attribute__((noinline)) void gemm_dot_nt_row_run_k(const float* a, const float* b, int64_t ldb,
+                                                     float* c, int64_t n, float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(B::size);
+  if (ldb != K) {
+    for (int64_t j = 0; j < n; j += W)
+      gemm_dot_nt_row_k<Arch, K, false>(a, b + j * ldb, ldb, c + j, alpha, beta);
+    return;
+  }
+  B av[K / W];
+#pragma GCC unroll 32
+  for (int p = 0; p < K / W; ++p) av[p] = B::load_unaligned(a + p * W);
+  for (int64_t j = 0; j < n; j += W)
+    dot_row_group<Arch, K, false>(av, b + j * K, K, c + j, alpha, beta);
+}
+
+template <class Arch>
+void gemm_dot_nt_row_run(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
+                         int64_t n, float alpha, float beta) {
+  constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
+  if (with_fixed_k<W>(
+          k, [&](auto K) { gemm_dot_nt_row_run_k<Arch, K()>(a, b, ldb, c, n, alpha, beta); }))
+    return;
+  for (int64_t j = 0; j < n; j += W)
+    gemm_dot_nt_row<Arch>(k, a, 0, b + j * ldb, ldb, c + j, 0, alpha, beta);
 }
 
 }  // namespace tessera::arch

@@ -103,6 +103,7 @@ void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.dot1[R + 1] = &gemm_dot_nt<Arch, R + 1, 1>), ...);
   k.dot[1] = &gemm_dot_nt_row<Arch>;  // one row: its own 1 x W kernel
   k.dot_stream = &gemm_dot_nt_row<Arch, true>;
+  k.dot_row_run = &gemm_dot_nt_row_run<Arch>;
   k.dot_cols[1] = static_cast<int>(xsimd::batch<float, Arch>::size);
 }
 
