@@ -703,10 +703,12 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   // covered by the micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s blocked
   // -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300; from a
   // 16-byte aligned B in place ran ~10% slower than blocked, and with A and B beyond L2 (2048^3, 2
-  // threads) 300 -> 170. Short k stays blocked (rows outer: C rows). Where a load across two
-  // lines costs one (AMD: small_b_in_place), a misaligned B is read in place as well: Zen 5,
-  // alternated medians of 25, 256^3 B 16 bytes off a line, 1 thread 251.1 -> 253.9 GFLOP/s (2
-  // threads 483.3 -> 484.7; 384^3, past the bound, 256.8 -> 257.0). Prepacked B always takes the
+  // threads) 300 -> 170. Short k stays blocked (rows outer: C rows). On AMD (the table's
+  // small_b_in_place) a mid-size product with a misaligned B takes this path too: A read in
+  // place, B packed a panel at a time by the tasks (gemm_unpacked_a), where the blocked path
+  // packed A as well. Zen 5, alternated medians of 25, 256^3 B 16 bytes off a line, 1 thread
+  // 251.1 -> 253.9 GFLOP/s (2 threads 483.3 -> 484.7; 384^3, past the bound, 256.8 -> 257.0).
+  // Not measured on Intel, where the blocked path stays. Prepacked B always takes the
   // blocked path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(blocked_kernels(kt, p.k, p.n), p, parallel);
   if (few_rows && p.tb && !p.ta) {
