@@ -659,7 +659,7 @@ constexpr int kMaxColumnSlices = 4;
 // Mid-size products: A and B together at most this much (split by columns on several threads;
 // see gemm_run).
 constexpr double kMidOperandBytes = 4.0 * (1 << 20);
-// Mid-size products with 64-byte aligned B rows read A and B in place up to this much. On
+// Mid-size products read A (and a 64-byte aligned B) in place up to this much. On
 // Sapphire Rapids (2 MB L2), alternated medians, GFLOP/s, 512^3 aligned (A and B 2 MB) in place
 // -> packed: 149.9 -> 161.6 on 1 thread, 291.8 -> 316.5 on 2; 256^3 aligned (512 KB) stays in
 // place, 170.0 / 315.7 against 163.6 / 282.5 packed from a misaligned B in the same run. (Zen 5
@@ -698,18 +698,19 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   // path, whose one packing step for all of B beat packing it panel by panel (64^3: 2-3%). Run by
   // several, they skip the shared packing of B: its own fork-join would double the scheduling cost
   // of a product that takes ~20 us (128^3 on 2 threads: 119 GFLOP/s packed, 240 without). Mid-size
-  // products (A and B within 1 MB, k > 128; kMidInPlaceBytes) whose B rows are 64-byte aligned read
-  // both operands in place too: no packing, no pack fork-join, one pass over C, the B rows' strides
+  // products (A and B within 1 MB, k > 128; kMidInPlaceBytes) read A in place too, and B where its
+  // rows are 64-byte aligned: no packing, no pack fork-join, one pass over C, the B rows' strides
   // covered by the micro-kernel's prefetches. AVX-512, interleaved, best of runs, GFLOP/s blocked
-  // -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300; from a
-  // 16-byte aligned B in place ran ~10% slower than blocked, and with A and B beyond L2 (2048^3, 2
-  // threads) 300 -> 170. Short k stays blocked (rows outer: C rows). On AMD (the table's
-  // small_b_in_place) a mid-size product with a misaligned B takes this path too: A read in
-  // place, B packed a panel at a time by the tasks (gemm_unpacked_a), where the blocked path
-  // packed A as well. Zen 5, alternated medians of 25, 256^3 B 16 bytes off a line, 1 thread
-  // 251.1 -> 253.9 GFLOP/s (2 threads 483.3 -> 484.7; 384^3, past the bound, 256.8 -> 257.0).
-  // Not measured on Intel, where the blocked path stays. Prepacked B always takes the
-  // blocked path, whose KC blocks its layout follows.
+  // -> in place: 256^3 157 -> 167 (1 thread), 214 -> 258 (2); 512^3 160 -> 162, 240 -> 300; with
+  // A and B beyond L2 (2048^3, 2 threads) 300 -> 170. A misaligned B, or B^T, gemm_unpacked_a
+  // packs a panel at a time inside the tasks (a 16-byte aligned B read in place had run ~10%
+  // slower than blocked), so that the products still skip the blocked path's packing of A. Zen
+  // 5, alternated medians, GFLOP/s blocked -> A in place, B packed per panel (1 thread): 256^3
+  // with B 16 bytes off a line 251.1 -> 253.9 (2 threads 483.3 -> 484.7), B^T 244.9 -> 248.5,
+  // A^T and B^T 236.2 -> 245.8, 200 x 300 x 256 B^T 222.3 -> 229.5; 384^3, past the bound, 256.8
+  // -> 257.0 (Intel not measured in this form). Short k stays blocked (rows outer: C rows).
+  // Prepacked B always takes the blocked
+  // path, whose KC blocks its layout follows.
   if (p.b_packed) return gemm_blocked(blocked_kernels(kt, p.k, p.n), p, parallel);
   if (few_rows && p.tb && !p.ta) {
     gemm_dot(kt, p, parallel);
@@ -723,8 +724,7 @@ Status gemm_run(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
       form != SmallTiles::none)
     return gemm_small_tiles(kt, p, form, parallel);
   if (few_rows || (small && (parallel || b_span_fits_l1(p))) ||
-      (mid && (b_rows_aligned(p) || (kt.small_b_in_place && !p.tb)) &&
-       operand_bytes <= kMidInPlaceBytes)) {
+      (mid && operand_bytes <= kMidInPlaceBytes)) {
     // A small product on one thread with B past L1 (128^3) reads A in place faster with the
     // deep tile (where the small tiles do not take it): 1 thread, alternated medians, 14 x 32
     // -> 6 x 64: 260.5 -> 268.3 GFLOP/s (Zen 5). On two threads, with two 64-column panels to
