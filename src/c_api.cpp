@@ -76,8 +76,9 @@ size_t tessera_sgemm_pack_b_size(tessera_transpose tb, int64_t k, int64_t n) {
 }
 
 tessera_status tessera_sgemm_pack_b(tessera_transpose tb, int64_t k, int64_t n, const float* b,
-                                    int64_t ldb, void* packed) {
-  return guarded([&] { return tessera::sgemm_pack_b(to_cpp(tb), k, n, b, ldb, packed); });
+                                    int64_t ldb, void* packed, size_t packed_bytes) {
+  return guarded(
+      [&] { return tessera::sgemm_pack_b(to_cpp(tb), k, n, b, ldb, packed, packed_bytes); });
 }
 
 tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n, int64_t k,

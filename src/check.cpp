@@ -15,6 +15,53 @@ bool partially_overlaps(const float* p, int64_t lp, const float* q, int64_t lq, 
   return lo_p < hi_q && lo_q < hi_p;
 }
 
+Status tensor_span(const char* name, const int64_t* strides, const int64_t* extents, int count,
+                   size_t elem_bytes, int64_t& span) {
+  span = 0;
+  int64_t last = 0;  // offset of the last element
+  for (int i = 0; i < count; ++i) {
+    if (extents[i] == 0) return Status::ok;
+    int64_t step;
+    if (!mul_ok(extents[i] - 1, strides[i], step) || !add_ok(last, step, last))
+      return fail(Status::invalid_argument, "%s: the sizes and strides overflow 64 bits", name);
+  }
+  const auto max_elements = static_cast<uint64_t>(PTRDIFF_MAX) / elem_bytes;
+  if (static_cast<uint64_t>(last) >= max_elements)
+    return fail(Status::invalid_argument,
+                "%s spans %lld elements, more than this target can address", name,
+                (long long)last + 1);
+  span = last + 1;
+  return Status::ok;
+}
+
+Status checked_count(const char* name, std::initializer_list<int64_t> factors, int64_t& out) {
+  out = 1;
+  for (int64_t f : factors)
+    if (!mul_ok(out, f, out))
+      return fail(Status::invalid_argument, "%s: the sizes overflow 64 bits", name);
+  if (static_cast<uint64_t>(out) > static_cast<uint64_t>(PTRDIFF_MAX) / sizeof(float))
+    return fail(Status::invalid_argument,
+                "%s spans %lld elements, more than this target can address", name, (long long)out);
+  return Status::ok;
+}
+
+Status matrix_span(const char* name, int64_t rows, int64_t cols, int64_t ld, int64_t& span) {
+  const int64_t strides[2] = {ld, 1}, extents[2] = {rows, cols};
+  return tensor_span(name, strides, extents, 2, sizeof(float), span);
+}
+
+Status check_disjoint(const Region& out, std::initializer_list<Region> others) {
+  if (out.hi == out.lo) return Status::ok;
+  for (const Region& r : others) {
+    if (r.hi != r.lo && out.lo < r.hi && r.lo < out.hi)
+      return fail(Status::invalid_argument,
+                  "%s overlaps %s (an output may not share memory with "
+                  "any other argument)",
+                  out.name, r.name);
+  }
+  return Status::ok;
+}
+
 Status check_no_self_overlap(const char* name, const int64_t* strides, const int64_t* extents,
                              int count) {
   // Sort the dimensions that have more than one index by stride; each stride must step over

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 
 #include "error.hpp"
 
@@ -51,6 +54,46 @@ inline Status check_finite(const char* name, float v) {
   return std::isfinite(v) ? Status::ok
                           : fail(Status::invalid_argument, "%s = %g must be finite", name, v);
 }
+
+// ---- size arithmetic: every product of caller sizes is checked ----------------------------
+
+// a * b and a + b of non-negative sizes, or false on overflow of int64_t.
+inline bool mul_ok(int64_t a, int64_t b, int64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+inline bool add_ok(int64_t a, int64_t b, int64_t& out) {
+  return !__builtin_add_overflow(a, b, &out);
+}
+
+// The product of sizes as an element count of float arrays: fails, naming `name`, when it
+// overflows or exceeds what this target can address (as tensor_span).
+Status checked_count(const char* name, std::initializer_list<int64_t> factors, int64_t& out);
+
+// Elements spanned by a tensor of `count` (stride, extent) dimensions: 0 if any extent is 0,
+// else 1 + sum (extent_i - 1) stride_i (strides >= 0). Fails, naming `name`, when that many
+// elements of elem_bytes each cannot be addressed (more bytes than PTRDIFF_MAX): such a size
+// describes no array the caller can hold, and every index product below it is then in range.
+Status tensor_span(const char* name, const int64_t* strides, const int64_t* extents, int count,
+                   size_t elem_bytes, int64_t& span);
+
+// A row-major rows x cols matrix with leading dimension ld (>= cols), as tensor_span.
+Status matrix_span(const char* name, int64_t rows, int64_t cols, int64_t ld, int64_t& span);
+
+// ---- aliasing ---------------------------------------------------------------------------------
+
+// The bytes [lo, hi) an argument addresses; empty when hi == lo.
+struct Region {
+  const char* name;
+  uintptr_t lo, hi;
+};
+inline Region region(const char* name, const void* p, int64_t elements, size_t elem_bytes) {
+  const auto lo = reinterpret_cast<uintptr_t>(p);
+  return {name, lo, p && elements > 0 ? lo + uintptr_t(elements) * elem_bytes : lo};
+}
+
+// Fails, naming the output, when `out` shares a byte with any of `others`. Outputs may not alias
+// inputs or other outputs (the one exception, in-place softmax, is checked by its driver).
+Status check_disjoint(const Region& out, std::initializer_list<Region> others);
 
 // Do rows x cols matrices at p (ld lp) and q (ld lq) share memory without being the same?
 // Used to allow exact in-place operation and reject partial overlap.

@@ -19,6 +19,20 @@ Status fail(Status s, const char* fmt, ...) {
 
 void clear_error() { g_message[0] = '\0'; }
 
+void TaskStatus::record(Status s) {
+  if (s == Status::ok) return;
+  std::lock_guard<std::mutex> guard(lock_);
+  if (status_ != Status::ok) return;
+  status_ = s;
+  std::snprintf(message_, sizeof message_, "%s", g_message);
+  failed_.store(true, std::memory_order_relaxed);
+}
+
+Status TaskStatus::result() const {
+  if (!failed()) return Status::ok;
+  return fail(status_, "%s", message_);
+}
+
 }  // namespace detail
 
 const char* last_error() { return detail::g_message; }

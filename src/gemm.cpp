@@ -71,6 +71,11 @@ Status sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float 
   TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
   TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
   TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
+  detail::GemmSpans s;
+  TESSERA_CHECK(detail::gemm_spans(ta, tb, m, n, k, lda, ldb, ldc, s));
+  TESSERA_CHECK(
+      detail::check_disjoint(detail::region("c", c, s.c, 4),
+                             {detail::region("a", a, s.a, 4), detail::region("b", b, s.b, 4)}));
   return detail::gemm_run(gemm_kernels(),
                           problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 }
@@ -86,12 +91,25 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
   TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
   TESSERA_CHECK(detail::check_nonneg("stride_a", stride_a));
   TESSERA_CHECK(detail::check_nonneg("stride_b", stride_b));
-  const int64_t c_span = (m - 1) * ldc + n;  // elements one C matrix covers
-  if (batch > 1 && m > 0 && n > 0 && stride_c < c_span) {
+  detail::GemmSpans one;
+  TESSERA_CHECK(detail::gemm_spans(ta, tb, m, n, k, lda, ldb, ldc, one));
+  if (batch > 1 && one.c > 0 && stride_c < one.c) {
     return detail::fail(Status::invalid_argument,
                         "stride_c = %lld makes the C matrices overlap (needs >= %lld)",
-                        static_cast<long long>(stride_c), static_cast<long long>(c_span));
+                        static_cast<long long>(stride_c), static_cast<long long>(one.c));
   }
+  // The whole batch of each operand: (batch - 1) strides past the span of one matrix.
+  auto whole = [&](const char* name, int64_t stride, int64_t span, int64_t& out) {
+    const int64_t strides[2] = {stride, 1}, extents[2] = {span > 0 ? batch : 0, span};
+    return detail::tensor_span(name, strides, extents, 2, sizeof(float), out);
+  };
+  detail::GemmSpans all;
+  TESSERA_CHECK(whole("a", stride_a, one.a, all.a));
+  TESSERA_CHECK(whole("b", stride_b, one.b, all.b));
+  TESSERA_CHECK(whole("c", stride_c, one.c, all.c));
+  TESSERA_CHECK(
+      detail::check_disjoint(detail::region("c", c, all.c, 4),
+                             {detail::region("a", a, all.a, 4), detail::region("b", b, all.b, 4)}));
   if (m == 0 || n == 0 || batch == 0) return Status::ok;
   const arch::GemmKernels& kt = gemm_kernels();
   auto item = [&](int64_t i) {
@@ -127,7 +145,7 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
   const bool prefetch_next =
       4.0 * (double(m) * double(k) + double(k) * double(n)) <= kPrefetchNextItemBytes;
   const bool b_rows = tb == Transpose::no_trans;
-  std::atomic<int> status{static_cast<int>(Status::ok)};
+  detail::TaskStatus status;
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, batch),
@@ -135,41 +153,80 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
           for (int64_t i = r.begin(); i < r.end(); ++i) {
             if (prefetch_next && i + 1 < r.end())
               prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n, b_rows ? n : k, ldb);
-            const Status s = detail::gemm_run(kt, item(i), /*parallel=*/false);
-            if (s != Status::ok) status = static_cast<int>(s);
+            status.record(detail::gemm_run(kt, item(i), /*parallel=*/false));
           }
         },
         tbb::static_partitioner());
   });
-  return static_cast<Status>(status.load());
+  return status.result();
 }
+
+namespace {
+
+// The bytes a packed op(B) takes under table t, or 0 when that does not fit in size_t.
+size_t packed_bytes(const arch::KernelTable& t, int64_t k, int64_t n) {
+  const int64_t nr = detail::blocked_kernels(t.gemm, k, n).nr;
+  int64_t floats = 0;
+  if (!detail::mul_ok(k, (n + nr - 1) / nr * nr, floats) ||
+      uint64_t(floats) > (uint64_t(SIZE_MAX) - kHeaderBytes) / sizeof(float))
+    return 0;
+  return kHeaderBytes + sizeof(float) * size_t(floats);
+}
+
+Status check_pack_dims(Transpose tb, int64_t k, int64_t n) {
+  TESSERA_CHECK(detail::check_transpose("tb", tb));
+  TESSERA_CHECK(detail::check_nonneg("k", k));
+  return detail::check_nonneg("n", n);
+}
+
+}  // namespace
 
 size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n) {
-  if (detail::check_transpose("tb", tb) != Status::ok ||
-      detail::check_nonneg("k", k) != Status::ok || detail::check_nonneg("n", n) != Status::ok)
-    return 0;
-  return kHeaderBytes + sizeof(float) * detail::gemm_packed_b_floats(gemm_kernels(), k, n);
+  if (check_pack_dims(tb, k, n) != Status::ok) return 0;
+  const size_t bytes = packed_bytes(detail::active_table(), k, n);
+  if (bytes == 0)
+    detail::fail(Status::invalid_argument, "k = %lld, n = %lld: the packed size overflows size_t",
+                 (long long)k, (long long)n);
+  return bytes;
 }
 
-Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* packed) {
-  TESSERA_CHECK(detail::check_nonneg("k", k));
-  TESSERA_CHECK(detail::check_nonneg("n", n));
+Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* packed,
+                    size_t packed_bytes_given) {
+  TESSERA_CHECK(check_pack_dims(tb, k, n));
   TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
   TESSERA_CHECK(detail::check_ptr("packed", packed, true));
   TESSERA_CHECK(check_packed_alignment(packed));
+  int64_t b_span;
+  TESSERA_CHECK(detail::matrix_span("b", tb == Transpose::trans ? n : k,
+                                    tb == Transpose::trans ? k : n, ldb, b_span));
+  // One read of the active table: the size, the layout and the kernels all come from it, so a
+  // tessera_set_isa on another thread cannot make the layout outgrow the size checked here.
+  const arch::KernelTable& t = detail::active_table();
+  const size_t need = packed_bytes(t, k, n);
+  if (need == 0)
+    return detail::fail(Status::invalid_argument,
+                        "k = %lld, n = %lld: the packed size overflows size_t", (long long)k,
+                        (long long)n);
+  if (packed_bytes_given < need)
+    return detail::fail(Status::invalid_argument,
+                        "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs "
+                        "(tessera_sgemm_pack_b_size)",
+                        packed_bytes_given, need, t.name);
+  TESSERA_CHECK(detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
+                                       {detail::region("b", b, b_span, 4)}));
   PackedBHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
-  std::strncpy(h.isa, detail::active_table().name, sizeof h.isa - 1);
+  std::strncpy(h.isa, t.name, sizeof h.isa - 1);
   h.k = k;
   h.n = n;
-  const arch::GemmKernels& blocked = detail::blocked_kernels(gemm_kernels(), k, n);
+  const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
   h.nr = blocked.nr;
   h.kc = blocked.kc;
   std::memcpy(packed, &h, sizeof h);
   // The panels follow the 64-byte header in the caller's float-aligned buffer.
   // cppcheck-suppress invalidPointerCast
   float* out = reinterpret_cast<float*>(static_cast<char*>(packed) + kHeaderBytes);
-  detail::gemm_pack_b_full(gemm_kernels(), tb == Transpose::trans, k, n, b, ldb, out);
+  detail::gemm_pack_b_full(t.gemm, tb == Transpose::trans, k, n, b, ldb, out);
   return Status::ok;
 }
 
@@ -180,6 +237,8 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
   TESSERA_CHECK(detail::check_ptr("packed", packed, true));
   TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
   TESSERA_CHECK(check_packed_alignment(packed));
+  detail::GemmSpans s;
+  TESSERA_CHECK(detail::gemm_spans(ta, Transpose::no_trans, m, n, k, lda, n > 0 ? n : 1, ldc, s));
   PackedBHeader h;
   std::memcpy(&h, packed, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
@@ -188,19 +247,24 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
     return detail::fail(Status::invalid_argument,
                         "packed holds a %lld x %lld B but k = %lld, n = %lld", (long long)h.k,
                         (long long)h.n, (long long)k, (long long)n);
+  const arch::KernelTable& t = detail::active_table();  // read once per call
   h.isa[sizeof h.isa - 1] = '\0';
-  if (std::strcmp(h.isa, detail::active_table().name) != 0)
+  if (std::strcmp(h.isa, t.name) != 0)
     return detail::fail(Status::invalid_argument,
                         "packed was packed for kernel table \"%s\" but \"%s\" is active", h.isa,
-                        detail::active_table().name);
-  const arch::GemmKernels& blocked = detail::blocked_kernels(gemm_kernels(), k, n);
+                        t.name);
+  const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
   if (h.nr != blocked.nr || h.kc != blocked.kc)
     return detail::fail(Status::invalid_argument, "packed was written with another blocking");
+  TESSERA_CHECK(detail::check_disjoint(
+      detail::region("c", c, s.c, 4),
+      {detail::region("a", a, s.a, 4),
+       detail::region("packed", packed, int64_t(packed_bytes(t, k, n)), 1)}));
   detail::GemmProblem p =
       problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1, beta, c, ldc);
   // cppcheck-suppress invalidPointerCast
   p.b_packed = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
-  return detail::gemm_run(gemm_kernels(), p);
+  return detail::gemm_run(t.gemm, p);
 }
 
 }  // namespace tessera

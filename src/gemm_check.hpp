@@ -29,4 +29,17 @@ inline Status check_gemm_c(int64_t m, int64_t n, const float* c, int64_t ldc) {
   return check_ptr("c", c, m > 0 && n > 0);
 }
 
+// The elements op(A), op(B) and C span (checked: see tensor_span); 0 for an empty operand
+// (A and B are not read when k = 0).
+struct GemmSpans {
+  int64_t a = 0, b = 0, c = 0;
+};
+inline Status gemm_spans(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, int64_t lda,
+                         int64_t ldb, int64_t ldc, GemmSpans& s) {
+  const bool at = ta == Transpose::trans, bt = tb == Transpose::trans;
+  TESSERA_CHECK(matrix_span("a", m > 0 ? (at ? k : m) : 0, at ? m : k, lda, s.a));
+  TESSERA_CHECK(matrix_span("b", n > 0 ? (bt ? n : k) : 0, bt ? k : n, ldb, s.b));
+  return matrix_span("c", m, n, ldc, s.c);
+}
+
 }  // namespace tessera::detail

@@ -408,8 +408,9 @@ TEST_P(Gemm, ZeroSizesTouchNothing) {
 TEST(GemmPacked, RejectsBufferOfAnotherShape) {
   std::vector<float> b(6 * 8, 1.0f), a(6 * 6, 1.0f), c(6 * 8, 0.0f);
   std::vector<float> buf(tessera::sgemm_pack_b_size(Transpose::no_trans, 6, 8) / 4 + 1);
-  ASSERT_EQ(tessera::sgemm_pack_b(Transpose::no_trans, 6, 8, b.data(), 8, buf.data()),
-            tessera::Status::ok);
+  ASSERT_EQ(
+      tessera::sgemm_pack_b(Transpose::no_trans, 6, 8, b.data(), 8, buf.data(), buf.size() * 4),
+      tessera::Status::ok);
   EXPECT_EQ(tessera::sgemm_packed(Transpose::no_trans, 6, 8, 5, 1.0f, a.data(), 6, buf.data(), 0.0f,
                                   c.data(), 8),
             tessera::Status::invalid_argument);

@@ -158,8 +158,9 @@ class GemmTester {
       p.a = a, p.lda = lda, p.b = b, p.ldb = ldb, p.c = c, p.ldc = ldc;
       ASSERT_EQ(tessera::detail::gemm_run(*kernels_, p), Status::ok) << tessera::last_error();
     } else if (packed_) {
-      std::vector<float> buf((tessera::sgemm_pack_b_size(tb_, k_, n_) + 3) / 4);
-      ASSERT_EQ(tessera::sgemm_pack_b(tb_, k_, n_, b, ldb, buf.data()), Status::ok)
+      const size_t bytes = tessera::sgemm_pack_b_size(tb_, k_, n_);
+      std::vector<float> buf((bytes + 3) / 4);
+      ASSERT_EQ(tessera::sgemm_pack_b(tb_, k_, n_, b, ldb, buf.data(), bytes), Status::ok)
           << tessera::last_error();
       ASSERT_EQ(tessera::sgemm_packed(ta_, m_, n_, k_, alpha_, a, lda, buf.data(), beta_, c, ldc),
                 Status::ok)

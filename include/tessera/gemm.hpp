@@ -18,7 +18,7 @@ TESSERA_API Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, 
 // Bytes for op(B) packed for the active kernel table; 0 (and last_error set) for bad arguments.
 TESSERA_API size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n);
 TESSERA_API Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb,
-                                void* packed);
+                                void* packed, size_t packed_bytes);
 TESSERA_API Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha,
                                 const float* a, int64_t lda, const void* packed, float beta,
                                 float* c, int64_t ldc);

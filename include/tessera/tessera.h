@@ -89,9 +89,13 @@ TESSERA_API tessera_status tessera_sgemm_strided_batched(
 
 /* Bytes needed to pack op(B) (k x n) for the active kernel table; 0 for bad arguments. */
 TESSERA_API size_t tessera_sgemm_pack_b_size(tessera_transpose tb, int64_t k, int64_t n);
-/* Packs op(B) into `packed` (tessera_sgemm_pack_b_size bytes, any alignment). */
+/* Packs op(B) into `packed`, a float-aligned buffer of packed_bytes bytes. The size a table needs
+ * is tessera_sgemm_pack_b_size's answer for it; if the active table changed since that answer
+ * and needs more, the call fails (TESSERA_INVALID_ARGUMENT naming packed_bytes), writing nothing.
+ */
 TESSERA_API tessera_status tessera_sgemm_pack_b(tessera_transpose tb, int64_t k, int64_t n,
-                                                const float* b, int64_t ldb, void* packed);
+                                                const float* b, int64_t ldb, void* packed,
+                                                size_t packed_bytes);
 /* C = alpha * op(A) * B + beta * C with B packed by tessera_sgemm_pack_b for the same k and n
  * under the same kernel table (otherwise TESSERA_INVALID_ARGUMENT). */
 TESSERA_API tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n,
