@@ -14,16 +14,51 @@ Status check_strides(const char* name, const int64_t* strides, int count) {
 
 }  // namespace
 
+// The elements each tensor of the call spans (0 for one that is not read or written).
+struct Spans {
+  int64_t q = 0, k = 0, v = 0, o = 0, bias = 0, mask = 0, lse = 0;
+};
+
+Status spans_of(const tessera_attention_desc& d, Spans& s) {
+  const bool queries = d.batch > 0 && d.q_len > 0 && d.q_heads > 0;
+  const int64_t rows = queries ? d.batch : 0;  // nothing is read without queries
+  auto span = [&](const char* name, const int64_t* st, int64_t heads, int64_t len, int64_t dim,
+                  int64_t& out) {
+    const int64_t strides[4] = {st[0], st[1], st[2], 1}, extents[4] = {rows, heads, len, dim};
+    return tensor_span(name, strides, extents, 4, sizeof(float), out);
+  };
+  TESSERA_CHECK(span("q", d.q_stride, d.q_heads, d.q_len, d.head_dim, s.q));
+  TESSERA_CHECK(span("k", d.k_stride, d.kv_heads, d.kv_len, d.head_dim, s.k));
+  TESSERA_CHECK(span("v", d.v_stride, d.kv_heads, d.kv_len, d.value_dim, s.v));
+  TESSERA_CHECK(span("o", d.o_stride, d.q_heads, d.q_len, d.value_dim, s.o));
+  const int64_t score_extents[4] = {rows, d.q_heads, d.q_len, d.kv_len};
+  if (d.bias)
+    TESSERA_CHECK(
+        tensor_span("desc->bias", d.bias_stride, score_extents, 4, sizeof(float), s.bias));
+  if (d.mask) TESSERA_CHECK(tensor_span("desc->mask", d.mask_stride, score_extents, 4, 1, s.mask));
+  if (d.lse) {
+    int64_t per_batch;
+    if (!mul_ok(d.q_heads, d.q_len, per_batch))
+      return fail(Status::invalid_argument, "desc->lse: the sizes overflow 64 bits");
+    const int64_t strides[3] = {per_batch, d.q_len, 1}, extents[3] = {rows, d.q_heads, d.q_len};
+    TESSERA_CHECK(tensor_span("desc->lse", strides, extents, 3, sizeof(float), s.lse));
+  }
+  return Status::ok;
+}
+
 Status check_attention(const tessera_attention_desc& d, const float* q, const float* k,
-                       const float* v, const float* o) {
+                       const float* v, const float* o, bool tensors) {
   TESSERA_CHECK(check_nonneg("desc->batch", d.batch));
-  TESSERA_CHECK(check_positive("desc->q_heads", d.q_heads));
-  TESSERA_CHECK(check_positive("desc->kv_heads", d.kv_heads));
+  TESSERA_CHECK(check_nonneg("desc->q_heads", d.q_heads));
+  TESSERA_CHECK(check_nonneg("desc->kv_heads", d.kv_heads));
   TESSERA_CHECK(check_nonneg("desc->q_len", d.q_len));
   TESSERA_CHECK(check_nonneg("desc->kv_len", d.kv_len));
   TESSERA_CHECK(check_positive("desc->head_dim", d.head_dim));
   TESSERA_CHECK(check_positive("desc->value_dim", d.value_dim));
-  if (d.q_heads % d.kv_heads != 0)
+  if (d.kv_heads == 0 && d.q_heads > 0)
+    return fail(Status::invalid_argument, "desc->kv_heads = 0 but q_heads = %lld",
+                (long long)d.q_heads);
+  if (d.kv_heads > 0 && d.q_heads % d.kv_heads != 0)
     return fail(Status::invalid_argument,
                 "desc->q_heads = %lld is not a multiple of kv_heads = %lld", (long long)d.q_heads,
                 (long long)d.kv_heads);
@@ -65,11 +100,28 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const fl
                     (long long)h, d.alibi_slopes[h]);
     }
   }
-  const bool queries = d.batch > 0 && d.q_len > 0;
+  Spans s;
+  TESSERA_CHECK(spans_of(d, s));
+  if (!tensors) return Status::ok;
+  const bool queries = s.o > 0;
   TESSERA_CHECK(check_ptr("q", q, queries));
-  TESSERA_CHECK(check_ptr("k", k, queries && d.kv_len > 0));
-  TESSERA_CHECK(check_ptr("v", v, queries && d.kv_len > 0));
-  return check_ptr("o", o, queries);
+  TESSERA_CHECK(check_ptr("k", k, s.k > 0));
+  TESSERA_CHECK(check_ptr("v", v, s.v > 0));
+  TESSERA_CHECK(check_ptr("o", o, queries));
+  const int64_t rows = queries ? d.batch : 0;
+  const Region inputs[] = {
+      region("q", q, s.q, 4),
+      region("k", k, s.k, 4),
+      region("v", v, s.v, 4),
+      region("desc->bias", d.bias, s.bias, 4),
+      region("desc->mask", d.mask, s.mask, 1),
+      region("desc->kv_lens", d.kv_lens, rows, sizeof(int32_t)),
+      region("desc->alibi_slopes", d.alibi_slopes, queries ? d.q_heads : 0, 4)};
+  const Region lse = region("desc->lse", d.lse, s.lse, 4);
+  const Region out = region("o", o, s.o, 4);
+  for (const Region& in : inputs) TESSERA_CHECK(check_disjoint(out, {in, lse}));
+  for (const Region& in : inputs) TESSERA_CHECK(check_disjoint(lse, {in}));
+  return Status::ok;
 }
 
 }  // namespace tessera::detail

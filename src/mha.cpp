@@ -15,20 +15,51 @@ constexpr size_t kAlign = 64;
 
 size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-struct Sizes {
-  size_t q, kv_k, kv_v, o;  // floats of each workspace buffer (K/V are 0 with a cache)
-  size_t total_bytes() const {
-    return round_up(q * 4) + round_up(kv_k * 4) + round_up(kv_v * 4) + round_up(o * 4) + kAlign;
-  }
+// Element counts of every array the layer reads or writes, each a checked product (check_desc).
+struct Counts {
+  int64_t x_q = 0, x_kv = 0, out = 0;
+  int64_t w_q = 0, w_k = 0, w_v = 0, w_o = 0;  // weights
+  int64_t qd = 0, kd = 0, vd = 0;              // projection widths: heads x dim (bias lengths)
+  int64_t cache_k = 0, cache_v = 0;
+  int64_t q = 0, kv_k = 0, kv_v = 0, o = 0;  // workspace buffers (K/V are 0 with a cache)
 };
 
-Sizes sizes_of(const MhaDesc& d) {
-  const bool cached = d.k_cache != nullptr;
-  const auto u = [](int64_t x) { return static_cast<size_t>(x); };
-  return {u(d.batch * d.q_len * d.q_heads * d.head_dim),
-          cached ? 0 : u(d.batch * d.kv_len * d.kv_heads * d.head_dim),
-          cached ? 0 : u(d.batch * d.kv_len * d.kv_heads * d.value_dim),
-          u(d.batch * d.q_len * d.q_heads * d.value_dim)};
+// The workspace's bytes, or 0 when they do not fit in size_t (32-bit targets).
+size_t workspace_bytes(const Counts& c) {
+  uint64_t total = kAlign;
+  for (int64_t floats : {c.q, c.kv_k, c.kv_v, c.o})
+    total += (uint64_t(floats) * 4 + kAlign - 1) / kAlign * kAlign;  // each < 2^63 / 4: no wrap
+  return total <= SIZE_MAX ? size_t(total) : 0;
+}
+
+Status counts_of(const MhaDesc& d, Counts& c) {
+  using detail::checked_count;
+  TESSERA_CHECK(checked_count("desc->q_heads", {d.q_heads, d.head_dim}, c.qd));
+  TESSERA_CHECK(checked_count("desc->kv_heads", {d.kv_heads, d.head_dim}, c.kd));
+  TESSERA_CHECK(checked_count("desc->kv_heads", {d.kv_heads, d.value_dim}, c.vd));
+  TESSERA_CHECK(checked_count("desc->w_q", {d.q_in_dim, c.qd}, c.w_q));
+  TESSERA_CHECK(checked_count("desc->w_k", {d.kv_in_dim, c.kd}, c.w_k));
+  TESSERA_CHECK(checked_count("desc->w_v", {d.kv_in_dim, c.vd}, c.w_v));
+  TESSERA_CHECK(checked_count("desc->w_o", {d.q_heads, d.value_dim, d.out_dim}, c.w_o));
+  TESSERA_CHECK(checked_count("x_q", {d.batch, d.q_len, d.q_in_dim}, c.x_q));
+  TESSERA_CHECK(checked_count("x_kv", {d.batch, d.kv_len, d.kv_in_dim}, c.x_kv));
+  TESSERA_CHECK(checked_count("out", {d.batch, d.q_len, d.out_dim}, c.out));
+  TESSERA_CHECK(checked_count("desc->q_len", {d.batch, d.q_len, c.qd}, c.q));
+  TESSERA_CHECK(checked_count("desc->q_len", {d.batch, d.q_len, d.q_heads, d.value_dim}, c.o));
+  if (d.k_cache) {
+    TESSERA_CHECK(
+        checked_count("desc->cache_capacity", {d.batch, d.cache_capacity, c.kd}, c.cache_k));
+    TESSERA_CHECK(
+        checked_count("desc->cache_capacity", {d.batch, d.cache_capacity, c.vd}, c.cache_v));
+  } else {
+    TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.kd}, c.kv_k));
+    TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.vd}, c.kv_v));
+  }
+  if (workspace_bytes(c) == 0)
+    return detail::fail(Status::invalid_argument,
+                        "desc: the workspace (%lld + %lld floats and more) does not fit in size_t",
+                        (long long)c.q, (long long)c.o);
+  return Status::ok;
 }
 
 Status check_desc(const MhaDesc& d) {
@@ -57,15 +88,41 @@ Status check_desc(const MhaDesc& d) {
   TESSERA_CHECK(detail::check_ptr("desc->w_v", d.w_v, true));
   TESSERA_CHECK(detail::check_ptr("desc->w_o", d.w_o, true));
   if ((d.k_cache == nullptr) != (d.v_cache == nullptr))
-    return detail::fail(Status::invalid_argument,
-                        "desc->k_cache and desc->v_cache must be both set or both NULL");
+    return detail::fail(Status::invalid_argument, "%s is NULL but %s is set (both or neither)",
+                        d.k_cache ? "desc->v_cache" : "desc->k_cache",
+                        d.k_cache ? "desc->k_cache" : "desc->v_cache");
   if (d.k_cache) {
     TESSERA_CHECK(detail::check_nonneg("desc->cache_len", d.cache_len));
-    const int64_t needed = d.cache_len + d.kv_len;
-    if (d.cache_capacity < needed)
-      return detail::fail(Status::invalid_argument,
-                          "desc->cache_capacity = %lld cannot hold cache_len + kv_len = %lld",
-                          static_cast<long long>(d.cache_capacity), static_cast<long long>(needed));
+    int64_t needed;
+    if (!detail::add_ok(d.cache_len, d.kv_len, needed) || d.cache_capacity < needed)
+      return detail::fail(
+          Status::invalid_argument,
+          "desc->cache_capacity = %lld cannot hold cache_len = %lld + kv_len = %lld",
+          (long long)d.cache_capacity, (long long)d.cache_len, (long long)d.kv_len);
+  }
+  Counts c;
+  return counts_of(d, c);
+}
+
+// No output (out, the caches, the workspace) may share memory with another argument; x_kv may
+// equal x_q (both are inputs).
+Status check_aliasing(const MhaDesc& d, const Counts& c, const float* x_q, const float* x_kv,
+                      const float* out, const void* workspace, size_t workspace_bytes_given) {
+  using detail::region;
+  const detail::Region in[] = {
+      region("x_q", x_q, c.x_q, 4),         region("x_kv", x_kv, c.x_kv, 4),
+      region("desc->w_q", d.w_q, c.w_q, 4), region("desc->b_q", d.b_q, d.b_q ? c.qd : 0, 4),
+      region("desc->w_k", d.w_k, c.w_k, 4), region("desc->b_k", d.b_k, d.b_k ? c.kd : 0, 4),
+      region("desc->w_v", d.w_v, c.w_v, 4), region("desc->b_v", d.b_v, d.b_v ? c.vd : 0, 4),
+      region("desc->w_o", d.w_o, c.w_o, 4), region("desc->b_o", d.b_o, d.b_o ? d.out_dim : 0, 4)};
+  const detail::Region outputs[] = {
+      region("out", out, c.out, 4), region("desc->k_cache", d.k_cache, c.cache_k, 4),
+      region("desc->v_cache", d.v_cache, c.cache_v, 4),
+      region("workspace", workspace, int64_t(workspace ? workspace_bytes_given : 0), 1)};
+  for (size_t i = 0; i < 4; ++i) {
+    for (const detail::Region& r : in) TESSERA_CHECK(detail::check_disjoint(outputs[i], {r}));
+    for (size_t j = i + 1; j < 4; ++j)
+      TESSERA_CHECK(detail::check_disjoint(outputs[i], {outputs[j]}));
   }
   return Status::ok;
 }
@@ -107,29 +164,33 @@ Status mha_desc_init(MhaDesc& d, int64_t batch, int64_t q_len, int64_t kv_len, i
 
 Status mha_workspace_size(const MhaDesc& d, size_t& bytes) {
   TESSERA_CHECK(check_desc(d));
-  bytes = sizes_of(d).total_bytes();
+  Counts c;
+  TESSERA_CHECK(counts_of(d, c));
+  bytes = workspace_bytes(c);
   return Status::ok;
 }
 
 Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float* out,
-                   void* workspace, size_t workspace_bytes) {
+                   void* workspace, size_t workspace_bytes_given) {
   TESSERA_CHECK(check_desc(d));
   TESSERA_CHECK(detail::check_ptr("x_q", x_q, d.batch > 0 && d.q_len > 0));
   TESSERA_CHECK(detail::check_ptr("x_kv", x_kv, d.batch > 0 && d.kv_len > 0));
   TESSERA_CHECK(detail::check_ptr("out", out, d.batch > 0 && d.q_len > 0));
-  const Sizes sz = sizes_of(d);
-  if (workspace && workspace_bytes < sz.total_bytes())
+  Counts sz;
+  TESSERA_CHECK(counts_of(d, sz));
+  const size_t need = workspace_bytes(sz);
+  if (workspace && workspace_bytes_given < need)
     return detail::fail(Status::invalid_argument,
                         "workspace_bytes = %zu is below tessera_mha_workspace_size = %zu",
-                        workspace_bytes, sz.total_bytes());
+                        workspace_bytes_given, need);
+  TESSERA_CHECK(check_aliasing(d, sz, x_q, x_kv, out, workspace, workspace_bytes_given));
   if (d.batch == 0 || d.q_len == 0) return Status::ok;
 
   void* owned = nullptr;
   if (!workspace) {
-    owned = std::malloc(sz.total_bytes());
+    owned = std::malloc(need);
     if (!owned)
-      return detail::fail(Status::out_of_memory, "workspace: cannot allocate %zu bytes",
-                          sz.total_bytes());
+      return detail::fail(Status::out_of_memory, "workspace: cannot allocate %zu bytes", need);
     workspace = owned;
   }
   char* base = static_cast<char*>(workspace);

@@ -45,7 +45,16 @@ class Scratch {
 };
 
 // Scratch of the calling thread, one per purpose.
-enum class ScratchSlot { gemm_a, gemm_b, attention, decode_partials, decode_merge, softmax, count };
+enum class ScratchSlot {
+  gemm_a,
+  gemm_b,
+  attention,
+  decode_partials,
+  decode_merge,
+  softmax,
+  additive,
+  count
+};
 Scratch& thread_scratch(ScratchSlot slot);
 
 }  // namespace tessera::detail

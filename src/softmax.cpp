@@ -224,6 +224,8 @@ Status check_rows(int64_t rows, int64_t cols, const float* x, int64_t ldx, float
   TESSERA_CHECK(detail::check_nonneg("cols", cols));
   TESSERA_CHECK(detail::check_ld("ldx", ldx, cols));
   TESSERA_CHECK(detail::check_ptr("x", x, rows > 0 && cols > 0));
+  int64_t span;
+  TESSERA_CHECK(detail::matrix_span("x", rows, cols, ldx, span));
   if (!(scale > 0.0f) || !std::isfinite(scale))
     return detail::fail(Status::invalid_argument, "scale = %g must be finite and > 0", scale);
   return Status::ok;
@@ -233,6 +235,8 @@ Status check_output(int64_t rows, int64_t cols, const float* x, int64_t ldx, con
                     int64_t ldy) {
   TESSERA_CHECK(detail::check_ld("ldy", ldy, cols));
   TESSERA_CHECK(detail::check_ptr("y", y, rows > 0 && cols > 0));
+  int64_t span;
+  TESSERA_CHECK(detail::matrix_span("y", rows, cols, ldy, span));
   if (detail::partially_overlaps(x, ldx, y, ldy, rows, cols))
     return detail::fail(Status::invalid_argument,
                         "y overlaps x without being the same matrix (in place needs y == x, "
@@ -263,6 +267,10 @@ Status log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, floa
 Status logsumexp(int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale, float* out) {
   TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
   TESSERA_CHECK(detail::check_ptr("out", out, rows > 0));
+  int64_t x_span;
+  TESSERA_CHECK(detail::matrix_span("x", rows, cols, ldx, x_span));
+  TESSERA_CHECK(detail::check_disjoint(detail::region("out", out, rows, sizeof(float)),
+                                       {detail::region("x", x, x_span, sizeof(float))}));
   if (rows == 0) return Status::ok;
   if (cols == 0) {
     for (int64_t r = 0; r < rows; ++r) out[r] = -kInf;  // the empty sum

@@ -29,6 +29,10 @@ void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, 
     e[j] = ej;
     if (ej > m) m = ej;
   }
+  if (enc_len == 0) {  // nothing to attend to: a zero context, as attention's empty rows
+    for (int64_t c = 0; c < enc_dim; ++c) context[c] = 0.0f;
+    return;
+  }
   double sum = 0.0;
   for (int64_t j = 0; j < enc_len; ++j) sum += (e[j] = std::exp(e[j] - m));
   for (int64_t c = 0; c < enc_dim; ++c) {
