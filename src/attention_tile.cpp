@@ -70,6 +70,25 @@ struct SpreadPrefetch {
   }
 };
 
+// A row whose running max is +inf: the +inf scores take all the mass, shared equally (the limit
+// the reference defines), so P is 1 on them and 0 elsewhere (NaN stays NaN: the row ends NaN), l
+// counts them and O sums their V rows. Whatever the row held before its first +inf is dropped
+// (a NaN in l is kept). O(w) work, with the same P V product as any tile.
+void infinite_scores(int64_t w, float* srow, int64_t r, int64_t Dv, TileState& st) {
+  if (st.m[r] != kInf && !std::isnan(st.l[r])) {
+    st.l[r] = 0.0f;
+    std::memset(st.o + r * Dv, 0, sizeof(float) * size_t(Dv));
+  }
+  float count = 0.0f;
+  for (int64_t j = 0; j < w; ++j) {
+    const float s = srow[j];
+    srow[j] = s == kInf ? 1.0f : std::isnan(s) ? s : 0.0f;
+    count += srow[j];
+  }
+  st.l[r] += count;
+  st.m[r] = kInf;
+}
+
 void load_queries(const tessera_attention_desc& d, const Geometry& g, const float* q, int64_t b,
                   int64_t hk, int64_t i0, int64_t bq, float* qg) {
   for (int64_t r = 0; r < g.group * bq; ++r) {
@@ -195,9 +214,12 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       if (!std::isfinite(m_new)) {
         const float tile_max = sk.max(w, srow);
         m_new = std::isnan(tile_max) ? m_old : std::max(m_old, tile_max);
-        if (m_new == kInf) st.special[r] = 1.0f;
-        if (m_new == -kInf || m_new == kInf) {  // nothing visible yet, or a special row
+        if (m_new == -kInf) {  // nothing visible yet
           std::memset(srow, 0, sizeof(float) * size_t(w));
+          continue;
+        }
+        if (m_new == kInf) {
+          infinite_scores(w, srow, r, Dv, st);
           continue;
         }
         sum = sk.exp_sum(w, srow, 1.0f, m_new, srow);
@@ -255,19 +277,18 @@ bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, in
                            r16(D * bk_padded), r16(kBK * NR),
                            r16(rows * kBK),    r16(rows * Dv),
                            r16(rows),          r16(rows),
-                           r16(rows),          r16(rows),
-                           r16(rows)};
+                           r16(rows),          r16(rows)};
   int64_t total = 0;
   for (int64_t z : sizes) total += z;
   float* p = thread_scratch(ScratchSlot::attention).floats(size_t(total));
   if (!p) return false;
-  float** slots[] = {&st.qg, &st.qp, &st.kp,      &st.vp,     &st.s,     &st.o,
-                     &st.m,  &st.l,  &st.special, &st.tile_m, &st.tile_l};
-  for (int i = 0; i < 11; ++i) {
+  float** slots[] = {&st.qg, &st.qp, &st.kp, &st.vp,     &st.s,
+                     &st.o,  &st.m,  &st.l,  &st.tile_m, &st.tile_l};
+  for (int i = 0; i < 10; ++i) {
     *slots[i] = p;
     p += sizes[i];
   }
-  for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f, st.special[r] = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f;
   // The packed path writes each Q panel's O with its first product (beta = 0, key_loop) and
   // finish_rows reads only rows that saw a key; the few-row path accumulates into zeros, and
   // the decode merge (`merged`) reads every row's O, seen or not (0 x garbage could be NaN).
@@ -305,18 +326,13 @@ void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arc
 
 // O / l and lse for every row of a finished task.
 void finish_rows(const Geometry& g, const arch::SoftmaxKernels& sk, int64_t b, int64_t hk,
-                 int64_t i0, int64_t bq, const TileState& st, const float* q, const float* k,
-                 const float* v, float* o) {
+                 int64_t i0, int64_t bq, const TileState& st, float* o) {
   const tessera_attention_desc& d = g.d;
   const int64_t Dv = d.value_dim;
   for (int64_t r = 0; r < g.group * bq; ++r) {
     const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
     float* orow = o + b * d.o_stride[0] + h * d.o_stride[1] + i * d.o_stride[2];
     float* lse = d.lse ? d.lse + (b * d.q_heads + h) * d.q_len + i : nullptr;
-    if (st.special[r] != 0.0f) {
-      attention_row_exact(d, b, h, i, q, k, v, orow, lse);
-      continue;
-    }
     const float l = st.l[r];
     if (l > 0.0f || std::isnan(l)) {
       sk.affine(Dv, st.o + r * Dv, 1.0f / l, 0.0f, orow);

@@ -54,15 +54,14 @@ struct TileState {
   float* qp;              // the same, packed once into MR-row panels (the S GEMM's A operand)
   const float* q_direct;  // or null: the queries read in place, rows ldq apart (one K tile)
   int64_t ldq;
-  float* kp;       // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
-  float* vp;       // a partial last V panel, zero-padded to NR columns
-  float* s;        // rows x BK, scores then probabilities
-  float* o;        // rows x Dv, the unnormalised output
-  float* m;        // rows
-  float* l;        // rows
-  float* special;  // rows: 1 if a +inf score was seen (finished exactly at the end)
-  float* tile_m;   // rows: the running max after the current tile
-  float* tile_l;   // rows: the current tile's sum of exps
+  float* kp;      // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
+  float* vp;      // a partial last V panel, zero-padded to NR columns
+  float* s;       // rows x BK, scores then probabilities
+  float* o;       // rows x Dv, the unnormalised output
+  float* m;       // rows
+  float* l;       // rows
+  float* tile_m;  // rows: the running max after the current tile
+  float* tile_l;  // rows: the current tile's sum of exps
 };
 
 // ---- attention_masks.cpp: the diagonal tiles ------------------------------------------------
@@ -103,7 +102,6 @@ void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arc
 
 // O / l and lse for every row of a finished task.
 void finish_rows(const Geometry& g, const arch::SoftmaxKernels& sk, int64_t b, int64_t hk,
-                 int64_t i0, int64_t bq, const TileState& st, const float* q, const float* k,
-                 const float* v, float* o);
+                 int64_t i0, int64_t bq, const TileState& st, float* o);
 
 }  // namespace tessera::detail::fa

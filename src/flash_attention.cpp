@@ -37,13 +37,11 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
-#include <vector>
 
 #include "attention_tile.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
 #include "scratch.hpp"
-#include "tessera/reference.hpp"
 #include "tessera/softmax.hpp"
 
 namespace tessera::detail {
@@ -94,7 +92,7 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
             }
             stage_queries(d, g, kt.gemm, q, b, hk, i0, n, st);
             key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
-            finish_rows(g, kt.softmax, b, hk, i0, n, st, q, k, v, o);
+            finish_rows(g, kt.softmax, b, hk, i0, n, st, o);
           }
         },
         tbb::simple_partitioner());
@@ -108,9 +106,9 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
   const int64_t rows = g.group * d.q_len, Dv = d.value_dim;
   const int64_t chunks = std::max<int64_t>(1, (d.kv_len + kDecodeChunk - 1) / kDecodeChunk);
   const int64_t units = d.batch * d.kv_heads;
-  // Partials per (unit, chunk): rows x (m, l, special, O[Dv]), in the calling thread's scratch
+  // Partials per (unit, chunk): rows x (m, l, O[Dv]), in the calling thread's scratch
   // (reused across calls; the tasks below use their own threads' attention slots).
-  const int64_t stride = rows * (3 + Dv);
+  const int64_t stride = rows * (2 + Dv);
   float* partial =
       thread_scratch(ScratchSlot::decode_partials).floats(size_t(units * chunks * stride));
   if (!partial) return fail(Status::out_of_memory, "cannot allocate the decode partials");
@@ -132,10 +130,9 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
                      std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
             float* out = partial + t * stride;
             for (int64_t i = 0; i < rows; ++i) {
-              out[i * (3 + Dv)] = st.m[i];
-              out[i * (3 + Dv) + 1] = st.l[i];
-              out[i * (3 + Dv) + 2] = st.special[i];
-              std::memcpy(out + i * (3 + Dv) + 3, st.o + i * Dv, sizeof(float) * size_t(Dv));
+              out[i * (2 + Dv)] = st.m[i];
+              out[i * (2 + Dv) + 1] = st.l[i];
+              std::memcpy(out + i * (2 + Dv) + 2, st.o + i * Dv, sizeof(float) * size_t(Dv));
             }
           }
         },
@@ -147,31 +144,30 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(int64_t(0), units, [&](int64_t unit) {
       const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
-      // O accumulators, then m, l and the special flags of every row.
-      float* acc = thread_scratch(ScratchSlot::decode_merge).floats(size_t(rows * (Dv + 3)));
+      // O accumulators, then m and l of every row.
+      float* acc = thread_scratch(ScratchSlot::decode_merge).floats(size_t(rows * (Dv + 2)));
       if (!acc) {
         oom = true;
         return;
       }
       TileState st;
-      st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows, st.special = st.l + rows;
+      st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows;
       for (int64_t c = 0; c < chunks; ++c) {
         const float* part = partial + (unit * chunks + c) * stride;
         for (int64_t i = 0; i < rows; ++i) {
-          const float* pi = part + i * (3 + Dv);
+          const float* pi = part + i * (2 + Dv);
           const OnlineSoftmaxState s{pi[0], pi[1]};
           if (c == 0) {
-            st.m[i] = s.max, st.l[i] = s.sum, st.special[i] = pi[2];
-            std::memcpy(st.o + i * Dv, pi + 3, sizeof(float) * size_t(Dv));
+            st.m[i] = s.max, st.l[i] = s.sum;
+            std::memcpy(st.o + i * Dv, pi + 2, sizeof(float) * size_t(Dv));
             continue;
           }
-          if (pi[2] != 0.0f) st.special[i] = 1.0f;
           OnlineSoftmaxState merged{st.m[i], st.l[i]};
-          merge_partial_output(merged, st.o + i * Dv, s, pi + 3, Dv);
+          merge_partial_output(merged, st.o + i * Dv, s, pi + 2, Dv);
           st.m[i] = merged.max, st.l[i] = merged.sum;
         }
       }
-      finish_rows(g, kt.softmax, b, hk, 0, d.q_len, st, q, k, v, o);
+      finish_rows(g, kt.softmax, b, hk, 0, d.q_len, st, o);
     });
   });
   if (oom) return fail(Status::out_of_memory, "cannot allocate the decode merge state");
@@ -179,27 +175,6 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
 }
 
 }  // namespace
-
-void attention_row_exact(const tessera_attention_desc& d, int64_t b, int64_t h, int64_t i,
-                         const float* q, const float* k, const float* v, float* o_row, float* lse) {
-  // The reference on the (b, h) slice: every tensor pointer moved to that slice, so the slice is
-  // batch 0, head 0 of a one-head problem (q_len is kept: bottom-right positions depend on it).
-  const int64_t hk = h / (d.q_heads / d.kv_heads);
-  tessera_attention_desc r = d;
-  r.batch = r.q_heads = r.kv_heads = 1;
-  r.kv_lens = d.kv_lens ? d.kv_lens + b : nullptr;
-  r.alibi_slopes = d.alibi_slopes ? d.alibi_slopes + h : nullptr;
-  r.bias = d.bias ? d.bias + b * d.bias_stride[0] + h * d.bias_stride[1] : nullptr;
-  r.mask = d.mask ? d.mask + b * d.mask_stride[0] + h * d.mask_stride[1] : nullptr;
-  std::vector<float> out(size_t(d.q_len * d.value_dim)), l(size_t(d.q_len));
-  r.o_stride[0] = r.o_stride[1] = d.q_len * d.value_dim, r.o_stride[2] = d.value_dim;
-  r.lse = l.data();
-  reference::attention(r, q + b * d.q_stride[0] + h * d.q_stride[1],
-                       k + b * d.k_stride[0] + hk * d.k_stride[1],
-                       v + b * d.v_stride[0] + hk * d.v_stride[1], out.data());
-  std::memcpy(o_row, out.data() + i * d.value_dim, sizeof(float) * size_t(d.value_dim));
-  if (lse) *lse = l[size_t(i)];
-}
 
 Status flash_attention(const tessera_attention_desc& d, const float* q, const float* k,
                        const float* v, float* o) {

@@ -9,11 +9,17 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Rescale factors of a and b to the merged max m; a part with no mass contributes 0 (its max
-// is -inf, and -inf - -inf would be NaN).
+// Rescale factor of a part with max ma to the merged max m: 0 for a part with no mass (max
+// -inf), 1 for a part at the merged max, which with m = +inf is how +inf parts (their sum
+// counts their +inf scores) keep all the mass and finite parts get exp(-inf) = 0.
+float factor(float ma, float m) {
+  if (ma == kNegInf) return 0.0f;
+  return ma == m ? 1.0f : std::exp(ma - m);
+}
+
 void factors(float ma, float mb, float m, float& ca, float& cb) {
-  ca = ma == kNegInf ? 0.0f : std::exp(ma - m);
-  cb = mb == kNegInf ? 0.0f : std::exp(mb - m);
+  ca = factor(ma, m);
+  cb = factor(mb, m);
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ namespace tessera {
 // Streaming softmax (Milakov & Gimelshein 2018): the running maximum and the sum of
 // exp(score - max) of the scores seen so far. States of disjoint parts merge exactly (up to
 // rounding) and deterministically: merging the same parts in the same order gives the same bits.
-// A state with no mass has max = -inf and sum = 0; NaN scores make the state NaN.
+// A state with no mass has max = -inf and sum = 0; NaN scores make the state NaN; +inf scores
+// take all the mass (the limit the reference defines): max = +inf and sum counts them.
 struct TESSERA_API OnlineSoftmaxState {
   float max = -__builtin_huge_valf();
   float sum = 0.0f;
