@@ -1,5 +1,6 @@
 // The C API's argument contract: each bad argument gives TESSERA_INVALID_ARGUMENT, a message
 // naming the argument, and no write to any output.
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,15 +12,35 @@ namespace {
 
 constexpr float kSentinel = 42.0f;
 
+// Does the message start by naming `arg` (as the caller spells it, or as a descriptor field
+// "desc->arg"), followed by no further identifier character? A substring test would let "m",
+// "k" or "a" match almost any message.
+bool names(const std::string& message, const std::string& arg) {
+  for (const std::string& name : {arg, "desc->" + arg}) {
+    if (message.compare(0, name.size(), name) != 0) continue;
+    const char next = message.size() > name.size() ? message[name.size()] : ' ';
+    if (!std::isalnum(static_cast<unsigned char>(next)) && next != '_') return true;
+  }
+  return false;
+}
+
 // Expects the call to be rejected, naming `arg`, with `out` untouched.
-#define EXPECT_REJECTED(call, arg, out)                                                   \
-  do {                                                                                    \
-    std::fill((out).begin(), (out).end(), kSentinel);                                     \
-    EXPECT_EQ((call), TESSERA_INVALID_ARGUMENT) << #call;                                 \
-    EXPECT_NE(std::string(tessera_last_error()).find(arg), std::string::npos)             \
-        << #call << ": message \"" << tessera_last_error() << "\" does not name " << arg; \
-    for (float x_ : (out)) ASSERT_EQ(x_, kSentinel) << #call << " wrote its output";      \
+#define EXPECT_REJECTED(call, arg, out)                                                         \
+  do {                                                                                          \
+    std::fill((out).begin(), (out).end(), kSentinel);                                           \
+    EXPECT_EQ((call), TESSERA_INVALID_ARGUMENT) << #call;                                       \
+    EXPECT_TRUE(names(tessera_last_error(), arg))                                               \
+        << #call << ": message \"" << tessera_last_error() << "\" does not start with " << arg; \
+    for (float x_ : (out)) ASSERT_EQ(x_, kSentinel) << #call << " wrote its output";            \
   } while (0)
+
+TEST(CApi, RejectionMatcherNeedsTheWholeName) {
+  EXPECT_TRUE(names("m = -1 must be >= 0", "m"));
+  EXPECT_TRUE(names("desc->kv_lens[1] = 9 is outside", "kv_lens"));
+  EXPECT_FALSE(names("n = -1 must be >= 0", "m"));     // another argument
+  EXPECT_FALSE(names("mask = ...", "m"));              // a longer name that starts the same
+  EXPECT_FALSE(names("packed holds a 4 x 4 B", "a"));  // the name elsewhere in the message
+}
 
 const tessera_transpose N = TESSERA_NO_TRANS, T = TESSERA_TRANS;
 
@@ -64,9 +85,12 @@ TEST(CApi, BatchedAndPackedRejectBadArguments) {
   EXPECT_EQ(tessera_sgemm_pack_b_size((tessera_transpose)3, 4, 4), 0u);
   EXPECT_NE(std::string(tessera_last_error()).find("tb"), std::string::npos);
   std::vector<float> packed(tessera_sgemm_pack_b_size(N, 4, 4) / 4 + 1);
-  EXPECT_REJECTED(tessera_sgemm_pack_b(N, 4, 4, b.data(), 4, nullptr), "packed", packed);
-  EXPECT_REJECTED(tessera_sgemm_pack_b(N, 4, 4, b.data(), 3, packed.data()), "ldb", packed);
-  ASSERT_EQ(tessera_sgemm_pack_b(N, 4, 4, b.data(), 4, packed.data()), TESSERA_OK);
+  const size_t bytes = packed.size() * 4;
+  EXPECT_REJECTED(tessera_sgemm_pack_b(N, 4, 4, b.data(), 4, nullptr, bytes), "packed", packed);
+  EXPECT_REJECTED(tessera_sgemm_pack_b(N, 4, 4, b.data(), 3, packed.data(), bytes), "ldb", packed);
+  EXPECT_REJECTED(tessera_sgemm_pack_b(N, 4, 4, b.data(), 4, packed.data(), bytes - 8),
+                  "packed_bytes", packed);
+  ASSERT_EQ(tessera_sgemm_pack_b(N, 4, 4, b.data(), 4, packed.data(), bytes), TESSERA_OK);
   EXPECT_REJECTED(tessera_sgemm_packed(N, 4, 4, 4, 1, a.data(), 3, packed.data(), 0, c.data(), 4),
                   "lda", c);
   EXPECT_REJECTED(tessera_sgemm_packed(N, 4, 4, 4, 1, a.data(), 4, nullptr, 0, c.data(), 4),
@@ -107,8 +131,10 @@ TEST(CApi, AttentionRejectsBadDescriptors) {
   };
   const Case cases[] = {
       {"batch", [](tessera_attention_desc& d) { d.batch = -1; }},
-      {"q_heads", [](tessera_attention_desc& d) { d.q_heads = 0; }},
-      {"kv_heads", [](tessera_attention_desc& d) { d.kv_heads = 3; }},
+      {"q_heads", [](tessera_attention_desc& d) { d.q_heads = -4; }},
+      {"kv_heads", [](tessera_attention_desc& d) { d.kv_heads = 0; }},
+      // Heads that do not divide: the message names q_heads (and gives kv_heads).
+      {"q_heads", [](tessera_attention_desc& d) { d.kv_heads = 3; }},
       {"q_heads", [](tessera_attention_desc& d) { d.q_heads = 5; }},
       {"q_len", [](tessera_attention_desc& d) { d.q_len = -1; }},
       {"kv_len", [](tessera_attention_desc& d) { d.kv_len = -8; }},
@@ -164,7 +190,7 @@ TEST(CApi, AttentionRejectsBadDescriptors) {
 
 TEST(CApi, LayersRejectBadArguments) {
   std::vector<float> enc(64, 1), dec(8, 1), we(64, 1), wd(64, 1), v(8, 1), ctx(8);
-  EXPECT_REJECTED(tessera_additive_attention(0, 4, 4, 4, enc.data(), dec.data(), we.data(),
+  EXPECT_REJECTED(tessera_additive_attention(-1, 4, 4, 4, enc.data(), dec.data(), we.data(),
                                              wd.data(), v.data(), ctx.data(), nullptr),
                   "enc_len", ctx);
   EXPECT_REJECTED(tessera_additive_attention(4, 4, 4, -4, enc.data(), dec.data(), we.data(),
@@ -176,7 +202,7 @@ TEST(CApi, LayersRejectBadArguments) {
   EXPECT_REJECTED(tessera_additive_attention_step(4, 4, 4, 4, enc.data(), nullptr, dec.data(),
                                                   wd.data(), v.data(), ctx.data(), nullptr),
                   "keys", ctx);
-  EXPECT_REJECTED(tessera_additive_keys(4, 0, 4, enc.data(), we.data(), ctx.data()), "enc_dim",
+  EXPECT_REJECTED(tessera_additive_keys(4, -2, 4, enc.data(), we.data(), ctx.data()), "enc_dim",
                   ctx);
 
   tessera_mha_desc d;
@@ -185,7 +211,7 @@ TEST(CApi, LayersRejectBadArguments) {
   d.w_q = d.w_k = d.w_v = d.w_o = w.data();
   tessera_mha_desc bad = d;
   bad.kv_heads = 3;
-  EXPECT_REJECTED(tessera_mha_forward(&bad, x.data(), x.data(), out.data(), nullptr, 0), "kv_heads",
+  EXPECT_REJECTED(tessera_mha_forward(&bad, x.data(), x.data(), out.data(), nullptr, 0), "q_heads",
                   out);
   bad = d;
   bad.w_o = nullptr;

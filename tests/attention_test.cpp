@@ -325,6 +325,45 @@ TEST_P(Attention, PlusInfinityBiasRows) {
   }
 }
 
+// +inf scores on every path (packed prefill, few-row decode, split-KV decode merging chunks),
+// in the first, a middle and the last key tile, after finite mass, with a NaN in the same
+// row, against the reference. (These rows once went to the reference at run time: O(L^2).)
+TEST_P(Attention, PlusInfinityScoresOnEveryPath) {
+  struct Shape {
+    int64_t q_heads, kv_heads, q_len, kv_len;
+  };
+  for (const Shape s :
+       {Shape{2, 1, 100, 700}, Shape{4, 2, 4, 1500}, Shape{1, 1, 1, 3000}, Shape{8, 1, 40, 300}}) {
+    AttentionTester t(1, s.q_heads, s.kv_heads, s.q_len, s.kv_len, 32, 24);
+    auto& p = t.with_lse().build(77);
+    const int64_t L = s.kv_len;
+    std::vector<float> bias(size_t(s.q_len * L), 0.0f);
+    for (int64_t i = 0; i < s.q_len; ++i) {
+      float* row = bias.data() + i * L;
+      switch ((i + (s.q_len == 1 ? 1 : 0)) % 4) {
+        case 1:
+          row[3] = row[L - 5] = tt::kInf;
+          break;  // first and last tile
+        case 2:
+          row[L / 2] = tt::kInf;
+          break;  // after finite mass
+        case 3:
+          row[5] = tt::kInf, row[L - 2] = tt::kNaN;  // a NaN later: the row is NaN
+      }
+    }
+    p.d.bias = bias.data();
+    p.d.bias_stride[0] = p.d.bias_stride[1] = 0, p.d.bias_stride[2] = L, p.d.bias_stride[3] = 1;
+    ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok)
+        << tessera::last_error();
+    std::vector<float> ref_o(p.o.size()), ref_lse(p.lse.size());
+    tessera::AttentionDesc rd = p.d;
+    rd.lse = ref_lse.data();
+    tessera::reference::attention(rd, p.q.data(), p.k.data(), p.v.data(), ref_o.data());
+    EXPECT_LE(tt::rel_err(p.o, ref_o), 1e-5) << s.q_len << " x " << L;
+    EXPECT_LE(tt::rel_err(p.lse, ref_lse), 1e-5) << s.q_len << " x " << L;
+  }
+}
+
 // Bitwise identical for 1, 2 and 8 threads on the prefill and decode paths. (The prefill's
 // query blocks follow the thread count: 200 rows are one block for 1-2 threads, two for 8; a
 // sliding window moves each block's first visible key.)
