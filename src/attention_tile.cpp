@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 #include "../arch/common/prefetch.hpp"
 #include "attention_tile.hpp"
@@ -124,19 +123,18 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
 
   const arch::GemmKernels& gk = kt.gemm;
   const int64_t MR = gk.mr, NR = gk.nr, W = kt.simd_floats;
-  // Per Q panel key extents of the current tile; grows once per thread, then reused.
-  thread_local std::vector<int64_t> extent;
-  extent.resize(size_t(2 * ((rows + MR - 1) / MR)));
+  // Per Q panel key extents of the current tile.
+  int64_t* extent = st.extent;
   // Per chunk of rows (softmax_chunk): the keys of the current tile it reads (tile_windows).
   const int64_t chunk = softmax_chunk(kt);
-  thread_local std::vector<int64_t> window;
-  window.resize(size_t(2 * ((rows + chunk - 1) / chunk)));
+  int64_t* window = st.window;
   // Per Q panel: whether its O rows hold anything yet. The first P V product of a panel stores
   // (beta = 0) instead of adding to zeros, so O is neither cleared nor read for it (a panel no
   // tile reaches is never read either: its rows finish with l = 0). L = 256, 1 thread: the
   // memset and the first product's loads of O were ~2% of the call.
-  thread_local std::vector<uint8_t> o_live;
-  o_live.assign(size_t((rows + MR - 1) / MR), 0);
+  uint8_t* o_live = st.o_live;
+  const int64_t panels = (rows + MR - 1) / MR;
+  std::memset(o_live, 0, size_t(panels));
   for (int64_t j0 = lo; j0 < hi; j0 += kBK) {
     const int64_t n = std::min(kBK, end - j0);
     // A tile every row sees whole needs no per-element pass and no extents. Otherwise (a
@@ -194,9 +192,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       }
       v_ahead.finish();
     }
-    tile_windows(kt, rows, n, whole, extent.data(), window.data());
+    tile_windows(kt, rows, n, whole, extent, window);
     if (g.elementwise || !whole)
-      mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, window.data(), chunk, st.s, kBK);
+      mask_tile(g, b, hk, i0, bq, j0, n, valid, sk, window, chunk, st.s, kBK);
 
     // P = exp(S - m_new) for the rows whose new max is finite, in groups of rows (one row's
     // max-exp-sum chain alone leaves the FMA ports idle); the others (nothing visible yet, a
@@ -204,7 +202,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     if (whole)
       sk.attention_rows(rows, n, st.s, kBK, st.m, st.tile_m, st.tile_l);
     else
-      diagonal_tile_rows(kt, rows, window.data(), st);
+      diagonal_tile_rows(kt, rows, window, st);
     for (int64_t r = 0; r < rows; ++r) {
       // Only the row's window holds its scores.
       const int64_t w0 = window[2 * (r / chunk)], w = window[2 * (r / chunk) + 1] - w0;
@@ -225,7 +223,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         sum = sk.exp_sum(w, srow, 1.0f, m_new, srow);
       }
       // Rescale what was accumulated against the old max (nothing yet while it was -inf: the
-      // row's O and l are still the zeros make_state wrote).
+      // row's O and l are still the zeros carve_state wrote).
       if (m_new > m_old && m_old != -kInf) {
         const float c = std::exp(m_old - m_new);
         st.l[r] *= c;
@@ -235,7 +233,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       st.m[r] = m_new;
     }
     if (few_rows(gk, rows)) {
-      pv_few_rows(gk, d, rows, vbase + j0 * d.v_stride[2], extent.data(), st);
+      pv_few_rows(gk, d, rows, vbase + j0 * d.v_stride[2], extent, st);
       continue;
     }
     // O += P V: P read in place (rows kBK apart, a constant of the kernel), V packed per tile
@@ -256,44 +254,65 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
         if (k1 <= k0) continue;
         gk.rows_bk[std::min(MR, rows - ir)](k1 - k0, st.s + ir * kBK + k0, st.vp + k0 * NR,
                                             st.o + ir * Dv + c0, Dv, nr, 1.0f,
-                                            o_live[size_t(t)] ? 1.0f : 0.0f);
+                                            o_live[t] ? 1.0f : 0.0f);
         k_ahead.step();
       }
     }
     k_ahead.finish();
-    for (size_t t = 0; t < o_live.size(); ++t) o_live[t] |= extent[2 * t + 1] > extent[2 * t];
+    for (int64_t t = 0; t < panels; ++t) o_live[t] |= extent[2 * t + 1] > extent[2 * t];
   }
 }
 
-// Carves a task's state out of this thread's scratch; nullptr state on allocation failure.
-bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, int64_t rows,
-                bool merged, TileState& st) {
-  const int64_t D = d.head_dim, Dv = d.value_dim, MR = gk.mr, NR = gk.nr;
-  const int64_t panels_rows = (rows + MR - 1) / MR * MR;
+namespace {
+
+// The floats of each buffer of a task's state, in carve order (see TileState); each rounded
+// to 16 floats so that every one starts 64-byte aligned. The last three hold integers.
+constexpr int kStateBuffers = 13;
+void state_sizes(const tessera_attention_desc& d, const arch::KernelTable& kt, int64_t rows,
+                 int64_t* sizes) {
+  const int64_t D = d.head_dim, Dv = d.value_dim, MR = kt.gemm.mr, NR = kt.gemm.nr;
+  const int64_t panels = (rows + MR - 1) / MR, chunks = ceil_div(rows, softmax_chunk(kt));
   const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
-  // Each buffer rounded to 16 floats so every one starts 64-byte aligned.
   auto r16 = [](int64_t f) { return (f + 15) / 16 * 16; };
-  const int64_t sizes[] = {r16(rows * D),      r16(panels_rows * D),
-                           r16(D * bk_padded), r16(kBK * NR),
-                           r16(rows * kBK),    r16(rows * Dv),
-                           r16(rows),          r16(rows),
-                           r16(rows),          r16(rows)};
-  int64_t total = 0;
-  for (int64_t z : sizes) total += z;
-  float* p = thread_scratch(ScratchSlot::attention).floats(size_t(total));
-  if (!p) return false;
+  const int64_t f[kStateBuffers] = {
+      rows * D, panels * MR * D, D * bk_padded, kBK * NR, rows * kBK, rows * Dv, rows, rows, rows,
+      rows,     4 * panels,      4 * chunks,    panels};
+  for (int i = 0; i < kStateBuffers; ++i) sizes[i] = r16(f[i]);
+}
+
+}  // namespace
+
+size_t state_floats(const tessera_attention_desc& d, const arch::KernelTable& kt, int64_t rows) {
+  int64_t sizes[kStateBuffers];
+  state_sizes(d, kt, rows, sizes);
+  size_t total = 0;
+  for (int64_t z : sizes) total += size_t(z);
+  return total;
+}
+
+void carve_state(float* p, const tessera_attention_desc& d, const arch::KernelTable& kt,
+                 int64_t rows, bool merged, TileState& st) {
+  const int64_t Dv = d.value_dim;
+  int64_t sizes[kStateBuffers];
+  state_sizes(d, kt, rows, sizes);
   float** slots[] = {&st.qg, &st.qp, &st.kp, &st.vp,     &st.s,
                      &st.o,  &st.m,  &st.l,  &st.tile_m, &st.tile_l};
   for (int i = 0; i < 10; ++i) {
     *slots[i] = p;
     p += sizes[i];
   }
+  // cppcheck-suppress invalidPointerCast
+  st.extent = reinterpret_cast<int64_t*>(p);
+  p += sizes[10];
+  // cppcheck-suppress invalidPointerCast
+  st.window = reinterpret_cast<int64_t*>(p);
+  p += sizes[11];
+  st.o_live = reinterpret_cast<uint8_t*>(p);
   for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f;
   // The packed path writes each Q panel's O with its first product (beta = 0, key_loop) and
   // finish_rows reads only rows that saw a key; the few-row path accumulates into zeros, and
   // the decode merge (`merged`) reads every row's O, seen or not (0 x garbage could be NaN).
-  if (merged || few_rows(gk, rows)) std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
-  return true;
+  if (merged || few_rows(kt.gemm, rows)) std::memset(st.o, 0, sizeof(float) * size_t(rows * Dv));
 }
 
 // The task's queries where key_loop reads them: stacked in qg for the few-row (dot) path, else

@@ -54,14 +54,17 @@ struct TileState {
   float* qp;              // the same, packed once into MR-row panels (the S GEMM's A operand)
   const float* q_direct;  // or null: the queries read in place, rows ldq apart (one K tile)
   int64_t ldq;
-  float* kp;      // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
-  float* vp;      // a partial last V panel, zero-padded to NR columns
-  float* s;       // rows x BK, scores then probabilities
-  float* o;       // rows x Dv, the unnormalised output
-  float* m;       // rows
-  float* l;       // rows
-  float* tile_m;  // rows: the running max after the current tile
-  float* tile_l;  // rows: the current tile's sum of exps
+  float* kp;        // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
+  float* vp;        // a partial last V panel, zero-padded to NR columns
+  float* s;         // rows x BK, scores then probabilities
+  float* o;         // rows x Dv, the unnormalised output
+  float* m;         // rows
+  float* l;         // rows
+  float* tile_m;    // rows: the running max after the current tile
+  float* tile_l;    // rows: the current tile's sum of exps
+  int64_t* extent;  // per Q panel: the current tile's keys [k0, k1) its rows may see
+  int64_t* window;  // per softmax chunk of rows: the keys of the tile it reads
+  uint8_t* o_live;  // per Q panel: whether its O rows hold anything yet
 };
 
 // ---- attention_masks.cpp: the diagonal tiles ------------------------------------------------
@@ -92,9 +95,11 @@ void diagonal_tile_rows(const arch::KernelTable& kt, int64_t rows, const int64_t
 void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
               int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v, TileState& st);
 
-// Carves a task's state out of this thread's scratch; false on allocation failure.
-bool make_state(const tessera_attention_desc& d, const arch::GemmKernels& gk, int64_t rows,
-                bool merged, TileState& st);
+// The floats of one task's state for `rows` stacked rows, and the state laid out in them
+// (`merged`: the decode merge reads every row's O, so it starts at zero).
+size_t state_floats(const tessera_attention_desc& d, const arch::KernelTable& kt, int64_t rows);
+void carve_state(float* p, const tessera_attention_desc& d, const arch::KernelTable& kt,
+                 int64_t rows, bool merged, TileState& st);
 
 // The task's queries where key_loop reads them.
 void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arch::GemmKernels& gk,

@@ -39,6 +39,7 @@
 #include <numeric>
 
 #include "attention_tile.hpp"
+#include "check.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
 #include "scratch.hpp"
@@ -52,6 +53,31 @@ using namespace fa;
 constexpr int64_t kRowsPerTile = 512;
 constexpr int64_t kDecodeChunk = 512;
 constexpr int64_t kDecodeMaxQ = 8;
+
+// Every task's state, carved from one block of the calling thread's scratch that is taken before
+// any output is written: a slice per arena slot (a thread runs one task at a time, and the
+// parallel regions are isolated). An allocation failure then leaves O and lse untouched, and
+// the steady state allocates nothing.
+struct StatePool {
+  float* base = nullptr;
+  size_t per_thread = 0;
+
+  bool reserve(size_t floats) {
+    const size_t threads = size_t(tbb::this_task_arena::max_concurrency());
+    per_thread = (floats + 15) / 16 * 16;
+    base = per_thread <= SIZE_MAX / sizeof(float) / threads
+               ? thread_scratch(ScratchSlot::attention).floats(threads * per_thread)
+               : nullptr;
+    return base != nullptr;
+  }
+  float* slice() const {
+    return base + size_t(tbb::this_task_arena::current_thread_index()) * per_thread;
+  }
+};
+
+Status no_state() {
+  return fail(Status::out_of_memory, "cannot allocate the attention tile states");
+}
 
 Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
                const float* v, float* o) {
@@ -75,7 +101,8 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
   if (blocks > 1) bq = std::min(bq_max, ceil_div(bq, unit) * unit);
   const int64_t q_blocks = ceil_div(d.q_len, bq);
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
-  std::atomic<bool> oom{false};
+  StatePool pool;
+  if (!pool.reserve(state_floats(d, kt, g.group * bq))) return no_state();
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, tasks, 1),
@@ -86,10 +113,7 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
             const int64_t hk = (t / q_blocks) % d.kv_heads, b = t / (q_blocks * d.kv_heads);
             const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
             TileState st;
-            if (!make_state(d, kt.gemm, g.group * n, false, st)) {
-              oom = true;
-              return;
-            }
+            carve_state(pool.slice(), d, kt, g.group * n, false, st);
             stage_queries(d, g, kt.gemm, q, b, hk, i0, n, st);
             key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
             finish_rows(g, kt.softmax, b, hk, i0, n, st, o);
@@ -97,7 +121,7 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
         },
         tbb::simple_partitioner());
   });
-  return oom ? fail(Status::out_of_memory, "cannot allocate the attention tile state") : Status::ok;
+  return Status::ok;
 }
 
 Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
@@ -109,10 +133,16 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
   // Partials per (unit, chunk): rows x (m, l, O[Dv]), in the calling thread's scratch
   // (reused across calls; the tasks below use their own threads' attention slots).
   const int64_t stride = rows * (2 + Dv);
-  float* partial =
-      thread_scratch(ScratchSlot::decode_partials).floats(size_t(units * chunks * stride));
+  int64_t parts, partial_floats;
+  float* partial = mul_ok(units, chunks, parts) && mul_ok(parts, stride, partial_floats) &&
+                           uint64_t(partial_floats) <= SIZE_MAX / sizeof(float)
+                       ? thread_scratch(ScratchSlot::decode_partials).floats(size_t(partial_floats))
+                       : nullptr;
   if (!partial) return fail(Status::out_of_memory, "cannot allocate the decode partials");
-  std::atomic<bool> oom{false};
+  // A slice per thread for a chunk's state, then for a unit's merge (O, m and l of every row).
+  StatePool pool;
+  if (!pool.reserve(std::max(state_floats(d, kt, rows), size_t(rows * (Dv + 2)))))
+    return no_state();
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, units * chunks, 1),
@@ -121,10 +151,7 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
             const int64_t unit = t / chunks, c = t % chunks;
             const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
             TileState st;
-            if (!make_state(d, kt.gemm, rows, true, st)) {
-              oom = true;
-              return;
-            }
+            carve_state(pool.slice(), d, kt, rows, true, st);
             stage_queries(d, g, kt.gemm, q, b, hk, 0, d.q_len, st);
             key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
                      std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
@@ -138,18 +165,13 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
         },
         tbb::simple_partitioner());
   });
-  if (oom) return fail(Status::out_of_memory, "cannot allocate the attention tile state");
   // Merge the chunks of each unit in chunk order. Isolated like the first pass: the calling
   // thread holds the partials in its scratch and must not pick up an unrelated call meanwhile.
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(int64_t(0), units, [&](int64_t unit) {
       const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
       // O accumulators, then m and l of every row.
-      float* acc = thread_scratch(ScratchSlot::decode_merge).floats(size_t(rows * (Dv + 2)));
-      if (!acc) {
-        oom = true;
-        return;
-      }
+      float* acc = pool.slice();
       TileState st;
       st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows;
       for (int64_t c = 0; c < chunks; ++c) {
@@ -170,7 +192,6 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
       finish_rows(g, kt.softmax, b, hk, 0, d.q_len, st, o);
     });
   });
-  if (oom) return fail(Status::out_of_memory, "cannot allocate the decode merge state");
   return Status::ok;
 }
 

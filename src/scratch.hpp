@@ -52,6 +52,7 @@ enum class ScratchSlot {
   decode_partials,
   decode_merge,
   softmax,
+  softmax_parts,
   additive,
   count
 };

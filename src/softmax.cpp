@@ -2,6 +2,7 @@
 // TBB partition (rows in parallel; rows of more than 16K columns split into fixed chunks whose
 // (max, sum) are merged in chunk order, so results do not depend on the thread count).
 #include "tessera/softmax.hpp"
+#include "threading.hpp"
 
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -9,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "check.hpp"
 #include "dispatch.hpp"
@@ -134,10 +134,10 @@ void cached_stats_rows(const SoftmaxKernels& k, Op op, int64_t r0, int64_t r1, i
 // exp(m_c - M) / S. That is one exp per element and x read once from memory, against two exps
 // (statistics, then exp again for the output) or 2.25 (online statistics) otherwise. Log-softmax
 // and logsumexp need only the statistics: the online pass.
+// `part` holds a Stats per chunk.
 float chunked_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, float scale,
-                  float* y, bool parallel) {
+                  float* y, bool parallel, Stats* part) {
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
-  std::vector<Stats> part(static_cast<size_t>(chunks));
   auto each_chunk = [&](auto&& f) {
     auto body = [&](int64_t c) { f(c * kChunk, std::min(kChunk, cols - c * kChunk), c); };
     if (parallel)
@@ -178,10 +178,27 @@ float chunked_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, 
   return lse;
 }
 
-void run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
-              float scale, float* lse_out) {
+Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,
+                int64_t ldy, float scale, float* lse_out) {
   const SoftmaxKernels& k = detail::active_table().softmax;
   const int threads = tbb::this_task_arena::max_concurrency();
+  // Long rows: each thread's chunk statistics, in one block of the calling thread's scratch
+  // taken before anything is written (a slice per arena slot; tasks run one at a time).
+  const size_t chunks = size_t((cols + kChunk - 1) / kChunk);
+  Stats* parts = nullptr;
+  if (cols > kCachedCols) {
+    float* p = detail::thread_scratch(detail::ScratchSlot::softmax_parts)
+                   .floats(2 * chunks * size_t(threads));
+    if (!p)
+      return detail::fail(Status::out_of_memory, "cannot allocate %zu chunk statistics",
+                          chunks * size_t(threads));
+    // cppcheck-suppress invalidPointerCast
+    static_assert(sizeof(Stats) == 2 * sizeof(float), "Stats is two floats");
+    parts = reinterpret_cast<Stats*>(p);
+  }
+  auto my_parts = [&] {
+    return parts + chunks * size_t(tbb::this_task_arena::current_thread_index());
+  };
   // Long rows: whole rows per task when there are enough of them (a row's chunks then stay in
   // this core's L2 for the second pass), otherwise the chunks of each row in parallel.
   const bool chunks_parallel = cols > kCachedCols && rows < 2 * int64_t(threads);
@@ -196,27 +213,28 @@ void run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, fl
       return;
     }
     for (; r < end; ++r) {
-      const float lse =
-          chunked_row(k, op, cols, x + r * ldx, scale, y ? y + r * ldy : nullptr, chunks_parallel);
+      const float lse = chunked_row(k, op, cols, x + r * ldx, scale, y ? y + r * ldy : nullptr,
+                                    chunks_parallel, my_parts());
       if (lse_out) lse_out[r] = lse;
     }
   };
   // About 32K elements per task: enough to amortise scheduling, fine enough to balance. A
   // problem of one task runs here, without TBB (its fork-join costs more than 8 rows of 128).
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1));
-  if (chunks_parallel) {
+  if (chunks_parallel || (rows <= grain && parts)) {  // parts: indexed by the arena slot
     tbb::this_task_arena::isolate([&] { rows_of_task(0, rows); });
-    return;
+    return Status::ok;
   }
   if (rows <= grain) {
     rows_of_task(0, rows);
-    return;
+    return Status::ok;
   }
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, rows, grain),
         [&](const tbb::blocked_range<int64_t>& r) { rows_of_task(r.begin(), r.end()); });
   });
+  return Status::ok;
 }
 
 Status check_rows(int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale) {
@@ -248,36 +266,39 @@ Status check_output(int64_t rows, int64_t cols, const float* x, int64_t ldx, con
 
 Status softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
                float scale) {
-  TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
-  TESSERA_CHECK(check_output(rows, cols, x, ldx, y, ldy));
-  if (rows == 0 || cols == 0) return Status::ok;
-  run_rows(Op::softmax, rows, cols, x, ldx, y, ldy, scale, nullptr);
-  return Status::ok;
+  return detail::in_arena([&] {
+    TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
+    TESSERA_CHECK(check_output(rows, cols, x, ldx, y, ldy));
+    if (rows == 0 || cols == 0) return Status::ok;
+    return run_rows(Op::softmax, rows, cols, x, ldx, y, ldy, scale, nullptr);
+  });
 }
 
 Status log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
                    float scale) {
-  TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
-  TESSERA_CHECK(check_output(rows, cols, x, ldx, y, ldy));
-  if (rows == 0 || cols == 0) return Status::ok;
-  run_rows(Op::log_softmax, rows, cols, x, ldx, y, ldy, scale, nullptr);
-  return Status::ok;
+  return detail::in_arena([&] {
+    TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
+    TESSERA_CHECK(check_output(rows, cols, x, ldx, y, ldy));
+    if (rows == 0 || cols == 0) return Status::ok;
+    return run_rows(Op::log_softmax, rows, cols, x, ldx, y, ldy, scale, nullptr);
+  });
 }
 
 Status logsumexp(int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale, float* out) {
-  TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
-  TESSERA_CHECK(detail::check_ptr("out", out, rows > 0));
-  int64_t x_span;
-  TESSERA_CHECK(detail::matrix_span("x", rows, cols, ldx, x_span));
-  TESSERA_CHECK(detail::check_disjoint(detail::region("out", out, rows, sizeof(float)),
-                                       {detail::region("x", x, x_span, sizeof(float))}));
-  if (rows == 0) return Status::ok;
-  if (cols == 0) {
-    for (int64_t r = 0; r < rows; ++r) out[r] = -kInf;  // the empty sum
-    return Status::ok;
-  }
-  run_rows(Op::logsumexp, rows, cols, x, ldx, nullptr, 0, scale, out);
-  return Status::ok;
+  return detail::in_arena([&] {
+    TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
+    TESSERA_CHECK(detail::check_ptr("out", out, rows > 0));
+    int64_t x_span;
+    TESSERA_CHECK(detail::matrix_span("x", rows, cols, ldx, x_span));
+    TESSERA_CHECK(detail::check_disjoint(detail::region("out", out, rows, sizeof(float)),
+                                         {detail::region("x", x, x_span, sizeof(float))}));
+    if (rows == 0) return Status::ok;
+    if (cols == 0) {
+      for (int64_t r = 0; r < rows; ++r) out[r] = -kInf;  // the empty sum
+      return Status::ok;
+    }
+    return run_rows(Op::logsumexp, rows, cols, x, ldx, nullptr, 0, scale, out);
+  });
 }
 
 }  // namespace tessera

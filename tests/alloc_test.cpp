@@ -1,0 +1,147 @@
+// Allocation contract: after a first call of a shape (scratch grows once), repeated calls
+// allocate nothing; and when an allocation fails, the call returns TESSERA_OUT_OF_MEMORY with
+// every output untouched. malloc and its kin are interposed here (glibc's __libc_* entry points
+// do the work), so this binary is not built under the sanitizers, which interpose them too.
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "tessera/tessera.h"
+#include "test_util.hpp"
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+}
+
+namespace {
+std::atomic<long> g_count{0};
+std::atomic<bool> g_counting{false};
+// While set, aligned allocations (Tessera's scratch) fail; TBB's own small ones still succeed.
+std::atomic<bool> g_fail_aligned{false};
+
+bool refuse_aligned() { return g_fail_aligned.load(std::memory_order_relaxed); }
+void note() {
+  if (g_counting.load(std::memory_order_relaxed)) g_count.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+extern "C" {
+void* malloc(size_t n) {
+  note();
+  return __libc_malloc(n);
+}
+void* calloc(size_t n, size_t m) {
+  note();
+  return __libc_calloc(n, m);
+}
+void* realloc(void* p, size_t n) {
+  note();
+  return __libc_realloc(p, n);
+}
+void* aligned_alloc(size_t a, size_t n) {
+  note();
+  return refuse_aligned() ? nullptr : __libc_memalign(a, n);
+}
+void* memalign(size_t a, size_t n) {
+  note();
+  return __libc_memalign(a, n);
+}
+int posix_memalign(void** p, size_t a, size_t n) {
+  note();
+  if (refuse_aligned()) return 12;  // ENOMEM
+  *p = __libc_memalign(a, n);
+  return *p ? 0 : 12;
+}
+void free(void* p) { __libc_free(p); }
+}
+
+namespace {
+
+// Calls f once to warm up, then counts the allocations of `repeats` more calls.
+template <class F>
+long steady_allocations(F&& f, int repeats = 5) {
+  f();
+  g_count = 0;
+  g_counting = true;
+  for (int i = 0; i < repeats; ++i) f();
+  g_counting = false;
+  return g_count.load();
+}
+
+const tessera_transpose N = TESSERA_NO_TRANS;
+
+struct Operands {
+  std::vector<float> a = tt::random_vec(512 * 512, 1), b = tt::random_vec(512 * 512, 2);
+  std::vector<float> c = std::vector<float>(512 * 512);
+};
+
+TEST(Allocation, SteadyStateCallsAllocateNothing) {
+  Operands o;
+  tbb::task_arena one(1);  // one thread: every task runs on the warmed-up thread
+  one.execute([&] {
+    for (int64_t n : {1, 64, 300, 512}) {  // dot, wide, small-tile and blocked paths
+      EXPECT_EQ(steady_allocations([&] {
+                  tessera_sgemm(N, N, n == 1 ? 1 : n, 256, 128, 1, o.a.data(), 128, o.b.data(), 256,
+                                0, o.c.data(), 256);
+                }),
+                0)
+          << "sgemm n = " << n;
+    }
+    std::vector<float> x = tt::random_vec(2 * 40000, 3), y(x.size());
+    EXPECT_EQ(steady_allocations([&] {
+                tessera_softmax(2, 40000, x.data(), 40000, y.data(), 40000, 1);  // chunked rows
+              }),
+              0);
+    std::vector<float> enc = tt::random_vec(64 * 32, 4), keys(64 * 16), w = tt::random_vec(512, 5);
+    std::vector<float> ctx(32), weights(64);
+    ASSERT_EQ(tessera_additive_keys(64, 32, 16, enc.data(), w.data(), keys.data()), TESSERA_OK);
+    EXPECT_EQ(steady_allocations([&] {
+                tessera_additive_attention_step(64, 32, 32, 16, enc.data(), keys.data(), w.data(),
+                                                w.data(), w.data(), ctx.data(), weights.data());
+              }),
+              0);
+    for (int64_t q_len : {1, 300}) {  // decode (split KV) and prefill
+      tessera_attention_desc d;
+      ASSERT_EQ(tessera_attention_desc_init(&d, 1, 4, 2, q_len, 1500, 64, 64), TESSERA_OK);
+      std::vector<float> q = tt::random_vec(size_t(4 * q_len * 64), 6);
+      std::vector<float> k = tt::random_vec(2 * 1500 * 64, 7), v = k, out(q.size());
+      EXPECT_EQ(steady_allocations(
+                    [&] { tessera_attention(&d, q.data(), k.data(), v.data(), out.data()); }),
+                0)
+          << "attention q_len = " << q_len;
+    }
+  });
+}
+
+// A call on a thread that has no scratch yet, with every scratch allocation failing: an error,
+// and the outputs as they were.
+TEST(Allocation, FailureLeavesOutputsUntouched) {
+  std::thread([] {
+    tessera_attention_desc d;
+    ASSERT_EQ(tessera_attention_desc_init(&d, 1, 4, 2, 300, 1500, 64, 64), TESSERA_OK);
+    std::vector<float> q = tt::random_vec(4 * 300 * 64, 6), k = tt::random_vec(2 * 1500 * 64, 7);
+    std::vector<float> v = k, out(q.size(), 42.0f), lse(4 * 300, 42.0f);
+    d.lse = lse.data();
+    std::vector<float> x = tt::random_vec(2 * 40000, 3), y(x.size(), 42.0f);
+    g_fail_aligned = true;
+    const tessera_status sa = tessera_attention(&d, q.data(), k.data(), v.data(), out.data());
+    const tessera_status ss = tessera_softmax(2, 40000, x.data(), 40000, y.data(), 40000, 1);
+    g_fail_aligned = false;
+    EXPECT_EQ(sa, TESSERA_OUT_OF_MEMORY) << tessera_last_error();
+    EXPECT_EQ(ss, TESSERA_OUT_OF_MEMORY) << tessera_last_error();
+    for (float f : out) ASSERT_EQ(f, 42.0f) << "attention wrote O before failing";
+    for (float f : lse) ASSERT_EQ(f, 42.0f) << "attention wrote lse before failing";
+    for (float f : y) ASSERT_EQ(f, 42.0f) << "softmax wrote y before failing";
+  }).join();
+}
+
+}  // namespace
