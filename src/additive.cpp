@@ -11,6 +11,7 @@
 #include "tessera/gemm.hpp"
 #include "tessera/layers.hpp"
 #include "tessera/softmax.hpp"
+#include "threading.hpp"
 
 namespace tessera {
 namespace {
@@ -87,50 +88,56 @@ Status no_scratch(size_t floats) {
 
 Status additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim, const float* enc,
                      const float* w_enc, float* keys) {
-  Counts c;
-  TESSERA_CHECK(check_dims(enc_len, enc_dim, 0, attn_dim, c));
-  TESSERA_CHECK(detail::check_ptr("enc", enc, c.enc > 0 && attn_dim > 0));
-  TESSERA_CHECK(detail::check_ptr("w_enc", w_enc, c.w_enc > 0 && enc_len > 0));
-  TESSERA_CHECK(detail::check_ptr("keys", keys, c.keys > 0));
-  TESSERA_CHECK(detail::check_disjoint(
-      detail::region("keys", keys, c.keys, 4),
-      {detail::region("enc", enc, c.enc, 4), detail::region("w_enc", w_enc, c.w_enc, 4)}));
-  return sgemm(Transpose::no_trans, Transpose::no_trans, enc_len, attn_dim, enc_dim, 1.0f, enc,
-               std::max<int64_t>(enc_dim, 1), w_enc, std::max<int64_t>(attn_dim, 1), 0.0f, keys,
-               std::max<int64_t>(attn_dim, 1));
+  return detail::in_arena([&] {
+    Counts c;
+    TESSERA_CHECK(check_dims(enc_len, enc_dim, 0, attn_dim, c));
+    TESSERA_CHECK(detail::check_ptr("enc", enc, c.enc > 0 && attn_dim > 0));
+    TESSERA_CHECK(detail::check_ptr("w_enc", w_enc, c.w_enc > 0 && enc_len > 0));
+    TESSERA_CHECK(detail::check_ptr("keys", keys, c.keys > 0));
+    TESSERA_CHECK(detail::check_disjoint(
+        detail::region("keys", keys, c.keys, 4),
+        {detail::region("enc", enc, c.enc, 4), detail::region("w_enc", w_enc, c.w_enc, 4)}));
+    return sgemm(Transpose::no_trans, Transpose::no_trans, enc_len, attn_dim, enc_dim, 1.0f, enc,
+                 std::max<int64_t>(enc_dim, 1), w_enc, std::max<int64_t>(attn_dim, 1), 0.0f, keys,
+                 std::max<int64_t>(attn_dim, 1));
+  });
 }
 
 Status additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,
                                const float* enc, const float* keys, const float* dec,
                                const float* w_dec, const float* v, float* context, float* weights) {
-  Counts c;
-  TESSERA_CHECK(check_dims(enc_len, enc_dim, dec_dim, attn_dim, c));
-  TESSERA_CHECK(detail::check_ptr("keys", keys, c.keys > 0));
-  TESSERA_CHECK(check_step(enc_len, enc_dim, dec_dim, attn_dim, c, enc, keys, dec, w_dec, v,
-                           nullptr, context, weights));
-  const size_t floats = size_t(enc_len) + 2 * size_t(attn_dim);
-  float* e = detail::thread_scratch(detail::ScratchSlot::additive).floats(floats);
-  if (!e) return no_scratch(floats);
-  return step(enc_len, enc_dim, dec_dim, attn_dim, enc, keys, dec, w_dec, v, context, weights, e);
+  return detail::in_arena([&] {
+    Counts c;
+    TESSERA_CHECK(check_dims(enc_len, enc_dim, dec_dim, attn_dim, c));
+    TESSERA_CHECK(detail::check_ptr("keys", keys, c.keys > 0));
+    TESSERA_CHECK(check_step(enc_len, enc_dim, dec_dim, attn_dim, c, enc, keys, dec, w_dec, v,
+                             nullptr, context, weights));
+    const size_t floats = size_t(enc_len) + 2 * size_t(attn_dim);
+    float* e = detail::thread_scratch(detail::ScratchSlot::additive).floats(floats);
+    if (!e) return no_scratch(floats);
+    return step(enc_len, enc_dim, dec_dim, attn_dim, enc, keys, dec, w_dec, v, context, weights, e);
+  });
 }
 
 Status additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,
                           const float* enc, const float* dec, const float* w_enc,
                           const float* w_dec, const float* v, float* context, float* weights) {
-  Counts c;
-  TESSERA_CHECK(check_dims(enc_len, enc_dim, dec_dim, attn_dim, c));
-  TESSERA_CHECK(detail::check_ptr("w_enc", w_enc, c.w_enc > 0 && enc_len > 0));
-  TESSERA_CHECK(check_step(enc_len, enc_dim, dec_dim, attn_dim, c, enc, nullptr, dec, w_dec, v,
-                           w_enc, context, weights));
-  // The keys, then the step's vectors, in one block of this thread's scratch.
-  const size_t floats = size_t(c.keys) + size_t(enc_len) + 2 * size_t(attn_dim);
-  float* keys = detail::thread_scratch(detail::ScratchSlot::additive).floats(floats);
-  if (!keys) return no_scratch(floats);
-  TESSERA_CHECK(sgemm(Transpose::no_trans, Transpose::no_trans, enc_len, attn_dim, enc_dim, 1.0f,
-                      enc, std::max<int64_t>(enc_dim, 1), w_enc, std::max<int64_t>(attn_dim, 1),
-                      0.0f, keys, std::max<int64_t>(attn_dim, 1)));
-  return step(enc_len, enc_dim, dec_dim, attn_dim, enc, keys, dec, w_dec, v, context, weights,
-              keys + c.keys);
+  return detail::in_arena([&] {
+    Counts c;
+    TESSERA_CHECK(check_dims(enc_len, enc_dim, dec_dim, attn_dim, c));
+    TESSERA_CHECK(detail::check_ptr("w_enc", w_enc, c.w_enc > 0 && enc_len > 0));
+    TESSERA_CHECK(check_step(enc_len, enc_dim, dec_dim, attn_dim, c, enc, nullptr, dec, w_dec, v,
+                             w_enc, context, weights));
+    // The keys, then the step's vectors, in one block of this thread's scratch.
+    const size_t floats = size_t(c.keys) + size_t(enc_len) + 2 * size_t(attn_dim);
+    float* keys = detail::thread_scratch(detail::ScratchSlot::additive).floats(floats);
+    if (!keys) return no_scratch(floats);
+    TESSERA_CHECK(sgemm(Transpose::no_trans, Transpose::no_trans, enc_len, attn_dim, enc_dim, 1.0f,
+                        enc, std::max<int64_t>(enc_dim, 1), w_enc, std::max<int64_t>(attn_dim, 1),
+                        0.0f, keys, std::max<int64_t>(attn_dim, 1)));
+    return step(enc_len, enc_dim, dec_dim, attn_dim, enc, keys, dec, w_dec, v, context, weights,
+                keys + c.keys);
+  });
 }
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 // Attention driver: descriptor checks, then the fused kernels of the active table.
 #include "tessera/attention.hpp"
+#include "threading.hpp"
 
 #include "attention_check.hpp"
 #include "flash_attention.hpp"
@@ -44,9 +45,11 @@ Status attention_desc_init(AttentionDesc& d, int64_t batch, int64_t q_heads, int
 }
 
 Status attention(const AttentionDesc& d, const float* q, const float* k, const float* v, float* o) {
-  TESSERA_CHECK(detail::check_attention(d, q, k, v, o));
-  if (d.batch == 0 || d.q_len == 0 || d.q_heads == 0) return Status::ok;
-  return detail::flash_attention(d, q, k, v, o);
+  return detail::in_arena([&] {
+    TESSERA_CHECK(detail::check_attention(d, q, k, v, o));
+    if (d.batch == 0 || d.q_len == 0 || d.q_heads == 0) return Status::ok;
+    return detail::flash_attention(d, q, k, v, o);
+  });
 }
 
 }  // namespace tessera

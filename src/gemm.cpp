@@ -1,5 +1,6 @@
 // SGEMM driver: argument checks, then the kernels of the active table.
 #include "tessera/gemm.hpp"
+#include "threading.hpp"
 
 #include <cstring>
 
@@ -67,98 +68,102 @@ constexpr double kPrefetchNextItemBytes = 128.0 * 1024;
 Status sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
              int64_t ldc) {
-  TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
-  TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
-  TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
-  TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
-  detail::GemmSpans s;
-  TESSERA_CHECK(detail::gemm_spans(ta, tb, m, n, k, lda, ldb, ldc, s));
-  TESSERA_CHECK(
-      detail::check_disjoint(detail::region("c", c, s.c, 4),
-                             {detail::region("a", a, s.a, 4), detail::region("b", b, s.b, 4)}));
-  return detail::gemm_run(gemm_kernels(),
-                          problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+  return detail::in_arena([&] {
+    TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
+    TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
+    TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
+    TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
+    detail::GemmSpans s;
+    TESSERA_CHECK(detail::gemm_spans(ta, tb, m, n, k, lda, ldb, ldc, s));
+    TESSERA_CHECK(
+        detail::check_disjoint(detail::region("c", c, s.c, 4),
+                               {detail::region("a", a, s.a, 4), detail::region("b", b, s.b, 4)}));
+    return detail::gemm_run(gemm_kernels(),
+                            problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+  });
 }
 
 Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
                              float alpha, const float* a, int64_t lda, int64_t stride_a,
                              const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
                              int64_t ldc, int64_t stride_c, int64_t batch) {
-  TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
-  TESSERA_CHECK(detail::check_nonneg("batch", batch));
-  TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
-  TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
-  TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
-  TESSERA_CHECK(detail::check_nonneg("stride_a", stride_a));
-  TESSERA_CHECK(detail::check_nonneg("stride_b", stride_b));
-  detail::GemmSpans one;
-  TESSERA_CHECK(detail::gemm_spans(ta, tb, m, n, k, lda, ldb, ldc, one));
-  if (batch > 1 && one.c > 0 && stride_c < one.c) {
-    return detail::fail(Status::invalid_argument,
-                        "stride_c = %lld makes the C matrices overlap (needs >= %lld)",
-                        static_cast<long long>(stride_c), static_cast<long long>(one.c));
-  }
-  // The whole batch of each operand: (batch - 1) strides past the span of one matrix.
-  auto whole = [&](const char* name, int64_t stride, int64_t span, int64_t& out) {
-    const int64_t strides[2] = {stride, 1}, extents[2] = {span > 0 ? batch : 0, span};
-    return detail::tensor_span(name, strides, extents, 2, sizeof(float), out);
-  };
-  detail::GemmSpans all;
-  TESSERA_CHECK(whole("a", stride_a, one.a, all.a));
-  TESSERA_CHECK(whole("b", stride_b, one.b, all.b));
-  TESSERA_CHECK(whole("c", stride_c, one.c, all.c));
-  TESSERA_CHECK(
-      detail::check_disjoint(detail::region("c", c, all.c, 4),
-                             {detail::region("a", a, all.a, 4), detail::region("b", b, all.b, 4)}));
-  if (m == 0 || n == 0 || batch == 0) return Status::ok;
-  const arch::GemmKernels& kt = gemm_kernels();
-  auto item = [&](int64_t i) {
-    return problem(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
-                   c + i * stride_c, ldc);
-  };
-  // Problems too small to keep every thread busy on their own (attention's per-head products)
-  // run one per task, parallel over the batch; so do larger ones when the batch divides among
-  // the threads with at least 90% of them busy (512^3 x 8 on 2 threads: 177 GFLOP/s one after
-  // another, each parallel over its blocks with two fork-joins per KC block, against ~2x the
-  // 1-thread 133 one per task). Otherwise they run one after another, each parallel over its
-  // own blocks. Either way each C matrix is summed in the same order.
-  const int64_t threads = tbb::this_task_arena::max_concurrency();
-  const int64_t rounds = (batch + threads - 1) / threads;
-  const bool per_task =
-      double(m) * n * k <= 256.0 * 256 * 256 || double(batch) >= 0.9 * double(rounds * threads);
-  if (batch == 1 || !per_task) {
-    for (int64_t i = 0; i < batch; ++i) TESSERA_CHECK(detail::gemm_run(kt, item(i)));
-    return Status::ok;
-  }
-  // Each thread takes one contiguous run of items (they are the same size), and while it
-  // multiplies one it asks for the next one's B: a small item's operands come from L3 (the
-  // 64^3 x 256 batch is 12 MB), and fetched on demand by the packing of B^T, which starts the
-  // item, their misses were not hidden by any FMAs. 64^3 x 256 with B^T, 1 thread, 10
-  // alternated runs, medians: 132.7 -> 167.4 GFLOP/s and 147.9 -> 169.2. The kernels read A
-  // front to back, which the hardware prefetcher follows: asking for it as well was 2% slower
-  // (1 thread, two sets of 8 alternated runs: 209.3 against 213.1, 210.9 against 214.6; 2
-  // threads the same). So was the next C, and spreading the requests over the item's
-  // micro-kernel calls rather than issuing them before its packing (3%). Packing the next
-  // item's B^T itself in pieces between this item's micro-kernel calls, into a second buffer,
-  // so that its shuffles ran beside the FMAs, was 4% slower on 1 and 2 threads (212.4 against
-  // 203.3): two packed B, A and C are 64 KB, more than L1.
-  const bool prefetch_next =
-      4.0 * (double(m) * double(k) + double(k) * double(n)) <= kPrefetchNextItemBytes;
-  const bool b_rows = tb == Transpose::no_trans;
-  detail::TaskStatus status;
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, batch),
-        [&](const tbb::blocked_range<int64_t>& r) {
-          for (int64_t i = r.begin(); i < r.end(); ++i) {
-            if (prefetch_next && i + 1 < r.end())
-              prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n, b_rows ? n : k, ldb);
-            status.record(detail::gemm_run(kt, item(i), /*parallel=*/false));
-          }
-        },
-        tbb::static_partitioner());
+  return detail::in_arena([&] {
+    TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
+    TESSERA_CHECK(detail::check_nonneg("batch", batch));
+    TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
+    TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
+    TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
+    TESSERA_CHECK(detail::check_nonneg("stride_a", stride_a));
+    TESSERA_CHECK(detail::check_nonneg("stride_b", stride_b));
+    detail::GemmSpans one;
+    TESSERA_CHECK(detail::gemm_spans(ta, tb, m, n, k, lda, ldb, ldc, one));
+    if (batch > 1 && one.c > 0 && stride_c < one.c) {
+      return detail::fail(Status::invalid_argument,
+                          "stride_c = %lld makes the C matrices overlap (needs >= %lld)",
+                          static_cast<long long>(stride_c), static_cast<long long>(one.c));
+    }
+    // The whole batch of each operand: (batch - 1) strides past the span of one matrix.
+    auto whole = [&](const char* name, int64_t stride, int64_t span, int64_t& out) {
+      const int64_t strides[2] = {stride, 1}, extents[2] = {span > 0 ? batch : 0, span};
+      return detail::tensor_span(name, strides, extents, 2, sizeof(float), out);
+    };
+    detail::GemmSpans all;
+    TESSERA_CHECK(whole("a", stride_a, one.a, all.a));
+    TESSERA_CHECK(whole("b", stride_b, one.b, all.b));
+    TESSERA_CHECK(whole("c", stride_c, one.c, all.c));
+    TESSERA_CHECK(detail::check_disjoint(
+        detail::region("c", c, all.c, 4),
+        {detail::region("a", a, all.a, 4), detail::region("b", b, all.b, 4)}));
+    if (m == 0 || n == 0 || batch == 0) return Status::ok;
+    const arch::GemmKernels& kt = gemm_kernels();
+    auto item = [&](int64_t i) {
+      return problem(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+                     c + i * stride_c, ldc);
+    };
+    // Problems too small to keep every thread busy on their own (attention's per-head products)
+    // run one per task, parallel over the batch; so do larger ones when the batch divides among
+    // the threads with at least 90% of them busy (512^3 x 8 on 2 threads: 177 GFLOP/s one after
+    // another, each parallel over its blocks with two fork-joins per KC block, against ~2x the
+    // 1-thread 133 one per task). Otherwise they run one after another, each parallel over its
+    // own blocks. Either way each C matrix is summed in the same order.
+    const int64_t threads = tbb::this_task_arena::max_concurrency();
+    const int64_t rounds = (batch + threads - 1) / threads;
+    const bool per_task =
+        double(m) * n * k <= 256.0 * 256 * 256 || double(batch) >= 0.9 * double(rounds * threads);
+    if (batch == 1 || !per_task) {
+      for (int64_t i = 0; i < batch; ++i) TESSERA_CHECK(detail::gemm_run(kt, item(i)));
+      return Status::ok;
+    }
+    // Each thread takes one contiguous run of items (they are the same size), and while it
+    // multiplies one it asks for the next one's B: a small item's operands come from L3 (the
+    // 64^3 x 256 batch is 12 MB), and fetched on demand by the packing of B^T, which starts the
+    // item, their misses were not hidden by any FMAs. 64^3 x 256 with B^T, 1 thread, 10
+    // alternated runs, medians: 132.7 -> 167.4 GFLOP/s and 147.9 -> 169.2. The kernels read A
+    // front to back, which the hardware prefetcher follows: asking for it as well was 2% slower
+    // (1 thread, two sets of 8 alternated runs: 209.3 against 213.1, 210.9 against 214.6; 2
+    // threads the same). So was the next C, and spreading the requests over the item's
+    // micro-kernel calls rather than issuing them before its packing (3%). Packing the next
+    // item's B^T itself in pieces between this item's micro-kernel calls, into a second buffer,
+    // so that its shuffles ran beside the FMAs, was 4% slower on 1 and 2 threads (212.4 against
+    // 203.3): two packed B, A and C are 64 KB, more than L1.
+    const bool prefetch_next =
+        4.0 * (double(m) * double(k) + double(k) * double(n)) <= kPrefetchNextItemBytes;
+    const bool b_rows = tb == Transpose::no_trans;
+    detail::TaskStatus status;
+    tbb::this_task_arena::isolate([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<int64_t>(0, batch),
+          [&](const tbb::blocked_range<int64_t>& r) {
+            for (int64_t i = r.begin(); i < r.end(); ++i) {
+              if (prefetch_next && i + 1 < r.end())
+                prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n, b_rows ? n : k, ldb);
+              status.record(detail::gemm_run(kt, item(i), /*parallel=*/false));
+            }
+          },
+          tbb::static_partitioner());
+    });
+    return status.result();
   });
-  return status.result();
 }
 
 namespace {
@@ -192,79 +197,84 @@ size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n) {
 
 Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* packed,
                     size_t packed_bytes_given) {
-  TESSERA_CHECK(check_pack_dims(tb, k, n));
-  TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
-  TESSERA_CHECK(detail::check_ptr("packed", packed, true));
-  TESSERA_CHECK(check_packed_alignment(packed));
-  int64_t b_span;
-  TESSERA_CHECK(detail::matrix_span("b", tb == Transpose::trans ? n : k,
-                                    tb == Transpose::trans ? k : n, ldb, b_span));
-  // One read of the active table: the size, the layout and the kernels all come from it, so a
-  // tessera_set_isa on another thread cannot make the layout outgrow the size checked here.
-  const arch::KernelTable& t = detail::active_table();
-  const size_t need = packed_bytes(t, k, n);
-  if (need == 0)
-    return detail::fail(Status::invalid_argument,
-                        "k = %lld, n = %lld: the packed size overflows size_t", (long long)k,
-                        (long long)n);
-  if (packed_bytes_given < need)
-    return detail::fail(Status::invalid_argument,
-                        "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs "
-                        "(tessera_sgemm_pack_b_size)",
-                        packed_bytes_given, need, t.name);
-  TESSERA_CHECK(detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
-                                       {detail::region("b", b, b_span, 4)}));
-  PackedBHeader h{};
-  std::memcpy(h.magic, kMagic, sizeof kMagic);
-  std::strncpy(h.isa, t.name, sizeof h.isa - 1);
-  h.k = k;
-  h.n = n;
-  const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
-  h.nr = blocked.nr;
-  h.kc = blocked.kc;
-  std::memcpy(packed, &h, sizeof h);
-  // The panels follow the 64-byte header in the caller's float-aligned buffer.
-  // cppcheck-suppress invalidPointerCast
-  float* out = reinterpret_cast<float*>(static_cast<char*>(packed) + kHeaderBytes);
-  detail::gemm_pack_b_full(t.gemm, tb == Transpose::trans, k, n, b, ldb, out);
-  return Status::ok;
+  return detail::in_arena([&] {
+    TESSERA_CHECK(check_pack_dims(tb, k, n));
+    TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
+    TESSERA_CHECK(detail::check_ptr("packed", packed, true));
+    TESSERA_CHECK(check_packed_alignment(packed));
+    int64_t b_span;
+    TESSERA_CHECK(detail::matrix_span("b", tb == Transpose::trans ? n : k,
+                                      tb == Transpose::trans ? k : n, ldb, b_span));
+    // One read of the active table: the size, the layout and the kernels all come from it, so a
+    // tessera_set_isa on another thread cannot make the layout outgrow the size checked here.
+    const arch::KernelTable& t = detail::active_table();
+    const size_t need = packed_bytes(t, k, n);
+    if (need == 0)
+      return detail::fail(Status::invalid_argument,
+                          "k = %lld, n = %lld: the packed size overflows size_t", (long long)k,
+                          (long long)n);
+    if (packed_bytes_given < need)
+      return detail::fail(Status::invalid_argument,
+                          "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs "
+                          "(tessera_sgemm_pack_b_size)",
+                          packed_bytes_given, need, t.name);
+    TESSERA_CHECK(detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
+                                         {detail::region("b", b, b_span, 4)}));
+    PackedBHeader h{};
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    std::strncpy(h.isa, t.name, sizeof h.isa - 1);
+    h.k = k;
+    h.n = n;
+    const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
+    h.nr = blocked.nr;
+    h.kc = blocked.kc;
+    std::memcpy(packed, &h, sizeof h);
+    // The panels follow the 64-byte header in the caller's float-aligned buffer.
+    // cppcheck-suppress invalidPointerCast
+    float* out = reinterpret_cast<float*>(static_cast<char*>(packed) + kHeaderBytes);
+    detail::gemm_pack_b_full(t.gemm, tb == Transpose::trans, k, n, b, ldb, out);
+    return Status::ok;
+  });
 }
 
 Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                     int64_t lda, const void* packed, float beta, float* c, int64_t ldc) {
-  TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
-  TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
-  TESSERA_CHECK(detail::check_ptr("packed", packed, true));
-  TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
-  TESSERA_CHECK(check_packed_alignment(packed));
-  detail::GemmSpans s;
-  TESSERA_CHECK(detail::gemm_spans(ta, Transpose::no_trans, m, n, k, lda, n > 0 ? n : 1, ldc, s));
-  PackedBHeader h;
-  std::memcpy(&h, packed, sizeof h);
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
-    return detail::fail(Status::invalid_argument, "packed was not written by tessera_sgemm_pack_b");
-  if (h.k != k || h.n != n)
-    return detail::fail(Status::invalid_argument,
-                        "packed holds a %lld x %lld B but k = %lld, n = %lld", (long long)h.k,
-                        (long long)h.n, (long long)k, (long long)n);
-  const arch::KernelTable& t = detail::active_table();  // read once per call
-  h.isa[sizeof h.isa - 1] = '\0';
-  if (std::strcmp(h.isa, t.name) != 0)
-    return detail::fail(Status::invalid_argument,
-                        "packed was packed for kernel table \"%s\" but \"%s\" is active", h.isa,
-                        t.name);
-  const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
-  if (h.nr != blocked.nr || h.kc != blocked.kc)
-    return detail::fail(Status::invalid_argument, "packed was written with another blocking");
-  TESSERA_CHECK(detail::check_disjoint(
-      detail::region("c", c, s.c, 4),
-      {detail::region("a", a, s.a, 4),
-       detail::region("packed", packed, int64_t(packed_bytes(t, k, n)), 1)}));
-  detail::GemmProblem p =
-      problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1, beta, c, ldc);
-  // cppcheck-suppress invalidPointerCast
-  p.b_packed = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
-  return detail::gemm_run(t.gemm, p);
+  return detail::in_arena([&] {
+    TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
+    TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
+    TESSERA_CHECK(detail::check_ptr("packed", packed, true));
+    TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
+    TESSERA_CHECK(check_packed_alignment(packed));
+    detail::GemmSpans s;
+    TESSERA_CHECK(detail::gemm_spans(ta, Transpose::no_trans, m, n, k, lda, n > 0 ? n : 1, ldc, s));
+    PackedBHeader h;
+    std::memcpy(&h, packed, sizeof h);
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+      return detail::fail(Status::invalid_argument,
+                          "packed was not written by tessera_sgemm_pack_b");
+    if (h.k != k || h.n != n)
+      return detail::fail(Status::invalid_argument,
+                          "packed holds a %lld x %lld B but k = %lld, n = %lld", (long long)h.k,
+                          (long long)h.n, (long long)k, (long long)n);
+    const arch::KernelTable& t = detail::active_table();  // read once per call
+    h.isa[sizeof h.isa - 1] = '\0';
+    if (std::strcmp(h.isa, t.name) != 0)
+      return detail::fail(Status::invalid_argument,
+                          "packed was packed for kernel table \"%s\" but \"%s\" is active", h.isa,
+                          t.name);
+    const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
+    if (h.nr != blocked.nr || h.kc != blocked.kc)
+      return detail::fail(Status::invalid_argument, "packed was written with another blocking");
+    TESSERA_CHECK(detail::check_disjoint(
+        detail::region("c", c, s.c, 4),
+        {detail::region("a", a, s.a, 4),
+         detail::region("packed", packed, int64_t(packed_bytes(t, k, n)), 1)}));
+    detail::GemmProblem p =
+        problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1, beta, c, ldc);
+    // cppcheck-suppress invalidPointerCast
+    p.b_packed = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
+    return detail::gemm_run(t.gemm, p);
+  });
 }
 
 }  // namespace tessera

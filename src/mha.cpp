@@ -7,6 +7,7 @@
 #include "tessera/attention.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/layers.hpp"
+#include "threading.hpp"
 
 namespace tessera {
 namespace {
@@ -172,93 +173,97 @@ Status mha_workspace_size(const MhaDesc& d, size_t& bytes) {
 
 Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float* out,
                    void* workspace, size_t workspace_bytes_given) {
-  TESSERA_CHECK(check_desc(d));
-  TESSERA_CHECK(detail::check_ptr("x_q", x_q, d.batch > 0 && d.q_len > 0));
-  TESSERA_CHECK(detail::check_ptr("x_kv", x_kv, d.batch > 0 && d.kv_len > 0));
-  TESSERA_CHECK(detail::check_ptr("out", out, d.batch > 0 && d.q_len > 0));
-  Counts sz;
-  TESSERA_CHECK(counts_of(d, sz));
-  const size_t need = workspace_bytes(sz);
-  if (workspace && workspace_bytes_given < need)
-    return detail::fail(Status::invalid_argument,
-                        "workspace_bytes = %zu is below tessera_mha_workspace_size = %zu",
-                        workspace_bytes_given, need);
-  TESSERA_CHECK(check_aliasing(d, sz, x_q, x_kv, out, workspace, workspace_bytes_given));
-  if (d.batch == 0 || d.q_len == 0) return Status::ok;
+  return detail::in_arena([&] {
+    TESSERA_CHECK(check_desc(d));
+    TESSERA_CHECK(detail::check_ptr("x_q", x_q, d.batch > 0 && d.q_len > 0));
+    TESSERA_CHECK(detail::check_ptr("x_kv", x_kv, d.batch > 0 && d.kv_len > 0));
+    TESSERA_CHECK(detail::check_ptr("out", out, d.batch > 0 && d.q_len > 0));
+    Counts sz;
+    TESSERA_CHECK(counts_of(d, sz));
+    const size_t need = workspace_bytes(sz);
+    if (workspace && workspace_bytes_given < need)
+      return detail::fail(Status::invalid_argument,
+                          "workspace_bytes = %zu is below tessera_mha_workspace_size = %zu",
+                          workspace_bytes_given, need);
+    TESSERA_CHECK(check_aliasing(d, sz, x_q, x_kv, out, workspace, workspace_bytes_given));
+    if (d.batch == 0 || d.q_len == 0) return Status::ok;
 
-  void* owned = nullptr;
-  if (!workspace) {
-    owned = std::malloc(need);
-    if (!owned)
-      return detail::fail(Status::out_of_memory, "workspace: cannot allocate %zu bytes", need);
-    workspace = owned;
-  }
-  char* base = static_cast<char*>(workspace);
-  base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
-  auto carve = [&](size_t floats) {
-    // Each buffer starts 64-byte aligned inside the byte workspace.
-    // cppcheck-suppress invalidPointerCast
-    float* p = reinterpret_cast<float*>(base);
-    base += round_up(floats * 4);
-    return p;
-  };
-  float* qp = carve(sz.q);
-  float* kp = carve(sz.kv_k);
-  float* vp = carve(sz.kv_v);
-  float* op = carve(sz.o);
-
-  const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim;
-  const int64_t Hq = d.q_heads, Hk = d.kv_heads;
-  const bool cached = d.k_cache != nullptr;
-  Status s = linear(B * Lq, d.q_in_dim, Hq * D, x_q, d.q_in_dim, d.w_q, Hq * D, d.b_q, qp, Hq * D);
-
-  AttentionDesc a{};
-  if (s == Status::ok)
-    s = attention_desc_init(a, B, Hq, Hk, Lq, cached ? d.cache_len + Lkv : Lkv, D, Dv);
-  // Queries and outputs are [batch][seq][head][dim] rows of the projection GEMMs.
-  a.q_stride[0] = Lq * Hq * D, a.q_stride[1] = D, a.q_stride[2] = Hq * D;
-  a.o_stride[0] = Lq * Hq * Dv, a.o_stride[1] = Dv, a.o_stride[2] = Hq * Dv;
-  const float *keys = kp, *values = vp;
-  if (cached) {
-    // Project each (batch, kv head) straight into its cache rows: [b][hk][cache_len + t][dim].
-    const int64_t cap = d.cache_capacity;
-    for (int64_t b = 0; b < B && s == Status::ok; ++b) {
-      for (int64_t hk = 0; hk < Hk && s == Status::ok; ++hk) {
-        const float* xb = x_kv + b * Lkv * d.kv_in_dim;
-        float* kc = d.k_cache + ((b * Hk + hk) * cap + d.cache_len) * D;
-        float* vc = d.v_cache + ((b * Hk + hk) * cap + d.cache_len) * Dv;
-        s = linear(Lkv, d.kv_in_dim, D, xb, d.kv_in_dim, d.w_k + hk * D, Hk * D,
-                   d.b_k ? d.b_k + hk * D : nullptr, kc, D);
-        if (s == Status::ok)
-          s = linear(Lkv, d.kv_in_dim, Dv, xb, d.kv_in_dim, d.w_v + hk * Dv, Hk * Dv,
-                     d.b_v ? d.b_v + hk * Dv : nullptr, vc, Dv);
-      }
+    void* owned = nullptr;
+    if (!workspace) {
+      owned = std::malloc(need);
+      if (!owned)
+        return detail::fail(Status::out_of_memory, "workspace: cannot allocate %zu bytes", need);
+      workspace = owned;
     }
-    a.k_stride[0] = Hk * cap * D, a.k_stride[1] = cap * D, a.k_stride[2] = D;
-    a.v_stride[0] = Hk * cap * Dv, a.v_stride[1] = cap * Dv, a.v_stride[2] = Dv;
-    keys = d.k_cache;
-    values = d.v_cache;
-  } else {
+    char* base = static_cast<char*>(workspace);
+    base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
+    auto carve = [&](size_t floats) {
+      // Each buffer starts 64-byte aligned inside the byte workspace.
+      // cppcheck-suppress invalidPointerCast
+      float* p = reinterpret_cast<float*>(base);
+      base += round_up(floats * 4);
+      return p;
+    };
+    float* qp = carve(sz.q);
+    float* kp = carve(sz.kv_k);
+    float* vp = carve(sz.kv_v);
+    float* op = carve(sz.o);
+
+    const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim;
+    const int64_t Hq = d.q_heads, Hk = d.kv_heads;
+    const bool cached = d.k_cache != nullptr;
+    Status s =
+        linear(B * Lq, d.q_in_dim, Hq * D, x_q, d.q_in_dim, d.w_q, Hq * D, d.b_q, qp, Hq * D);
+
+    AttentionDesc a{};
     if (s == Status::ok)
-      s = linear(B * Lkv, d.kv_in_dim, Hk * D, x_kv, d.kv_in_dim, d.w_k, Hk * D, d.b_k, kp, Hk * D);
+      s = attention_desc_init(a, B, Hq, Hk, Lq, cached ? d.cache_len + Lkv : Lkv, D, Dv);
+    // Queries and outputs are [batch][seq][head][dim] rows of the projection GEMMs.
+    a.q_stride[0] = Lq * Hq * D, a.q_stride[1] = D, a.q_stride[2] = Hq * D;
+    a.o_stride[0] = Lq * Hq * Dv, a.o_stride[1] = Dv, a.o_stride[2] = Hq * Dv;
+    const float *keys = kp, *values = vp;
+    if (cached) {
+      // Project each (batch, kv head) straight into its cache rows: [b][hk][cache_len + t][dim].
+      const int64_t cap = d.cache_capacity;
+      for (int64_t b = 0; b < B && s == Status::ok; ++b) {
+        for (int64_t hk = 0; hk < Hk && s == Status::ok; ++hk) {
+          const float* xb = x_kv + b * Lkv * d.kv_in_dim;
+          float* kc = d.k_cache + ((b * Hk + hk) * cap + d.cache_len) * D;
+          float* vc = d.v_cache + ((b * Hk + hk) * cap + d.cache_len) * Dv;
+          s = linear(Lkv, d.kv_in_dim, D, xb, d.kv_in_dim, d.w_k + hk * D, Hk * D,
+                     d.b_k ? d.b_k + hk * D : nullptr, kc, D);
+          if (s == Status::ok)
+            s = linear(Lkv, d.kv_in_dim, Dv, xb, d.kv_in_dim, d.w_v + hk * Dv, Hk * Dv,
+                       d.b_v ? d.b_v + hk * Dv : nullptr, vc, Dv);
+        }
+      }
+      a.k_stride[0] = Hk * cap * D, a.k_stride[1] = cap * D, a.k_stride[2] = D;
+      a.v_stride[0] = Hk * cap * Dv, a.v_stride[1] = cap * Dv, a.v_stride[2] = Dv;
+      keys = d.k_cache;
+      values = d.v_cache;
+    } else {
+      if (s == Status::ok)
+        s = linear(B * Lkv, d.kv_in_dim, Hk * D, x_kv, d.kv_in_dim, d.w_k, Hk * D, d.b_k, kp,
+                   Hk * D);
+      if (s == Status::ok)
+        s = linear(B * Lkv, d.kv_in_dim, Hk * Dv, x_kv, d.kv_in_dim, d.w_v, Hk * Dv, d.b_v, vp,
+                   Hk * Dv);
+      a.k_stride[0] = Lkv * Hk * D, a.k_stride[1] = D, a.k_stride[2] = Hk * D;
+      a.v_stride[0] = Lkv * Hk * Dv, a.v_stride[1] = Dv, a.v_stride[2] = Hk * Dv;
+    }
+    a.scale = d.scale;
+    a.causal = d.causal;
+    // The queries are the newest positions: with q_len == kv_len this is the usual top-left
+    // causal mask, with a cache it is the decoding convention.
+    a.align = TESSERA_ALIGN_BOTTOM_RIGHT;
+    a.window_left = d.window_left;
+    a.window_right = d.window_right;
+    if (s == Status::ok) s = attention(a, qp, keys, values, op);
     if (s == Status::ok)
-      s = linear(B * Lkv, d.kv_in_dim, Hk * Dv, x_kv, d.kv_in_dim, d.w_v, Hk * Dv, d.b_v, vp,
-                 Hk * Dv);
-    a.k_stride[0] = Lkv * Hk * D, a.k_stride[1] = D, a.k_stride[2] = Hk * D;
-    a.v_stride[0] = Lkv * Hk * Dv, a.v_stride[1] = Dv, a.v_stride[2] = Hk * Dv;
-  }
-  a.scale = d.scale;
-  a.causal = d.causal;
-  // The queries are the newest positions: with q_len == kv_len this is the usual top-left
-  // causal mask, with a cache it is the decoding convention.
-  a.align = TESSERA_ALIGN_BOTTOM_RIGHT;
-  a.window_left = d.window_left;
-  a.window_right = d.window_right;
-  if (s == Status::ok) s = attention(a, qp, keys, values, op);
-  if (s == Status::ok)
-    s = linear(B * Lq, Hq * Dv, d.out_dim, op, Hq * Dv, d.w_o, d.out_dim, d.b_o, out, d.out_dim);
-  std::free(owned);
-  return s;
+      s = linear(B * Lq, Hq * Dv, d.out_dim, op, Hq * Dv, d.w_o, d.out_dim, d.b_o, out, d.out_dim);
+    std::free(owned);
+    return s;
+  });
 }
 
 }  // namespace tessera

@@ -1,22 +1,41 @@
+// Thread control inside Tessera's own arena: tessera_set_num_threads(n) makes every call run in a
+// task_arena of n slots, leaving the application's own TBB work (its arenas, its parallelism
+// limit) as it was. A process-wide tbb::global_control used to cap the host's TBB work as well.
+#include "threading.hpp"
+
+#include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
-
-#include <tbb/global_control.h>
 
 #include "error.hpp"
 #include "tessera/threading.hpp"
 
 namespace tessera {
+namespace detail {
+namespace {
+
+std::atomic<tbb::task_arena*> g_arena{nullptr};  // null: the caller's arena
+
+// One arena per thread count ever asked for, never destroyed: a call still running in an
+// arena that a later set_num_threads replaced must find it alive.
+tbb::task_arena* arena_for(int n) {
+  static std::mutex lock;
+  static std::map<int, std::unique_ptr<tbb::task_arena>> arenas;
+  std::lock_guard<std::mutex> guard(lock);
+  auto& a = arenas[n];
+  if (!a) a = std::make_unique<tbb::task_arena>(n);
+  return a.get();
+}
+
+}  // namespace
+
+tbb::task_arena* tessera_arena() { return g_arena.load(std::memory_order_acquire); }
+
+}  // namespace detail
 
 Status set_num_threads(int n) {
-  static std::mutex lock;
-  static std::unique_ptr<tbb::global_control> control;
-  std::lock_guard<std::mutex> guard(lock);
-  control.reset();
-  if (n > 0) {
-    control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
-                                                    static_cast<size_t>(n));
-  }
+  detail::g_arena.store(n > 0 ? detail::arena_for(n) : nullptr, std::memory_order_release);
   return Status::ok;
 }
 

@@ -1,0 +1,23 @@
+// Where a call runs: in Tessera's own arena when tessera_set_num_threads set one, else in the
+// caller's current arena. Every public C++ entry point goes through in_arena.
+#pragma once
+
+#include <tbb/task_arena.h>
+
+#include "tessera/common.hpp"
+
+namespace tessera::detail {
+
+// The arena set by set_num_threads, or null.
+tbb::task_arena* tessera_arena();
+
+template <class F>
+Status in_arena(F&& f) {
+  tbb::task_arena* arena = tessera_arena();
+  if (arena == nullptr) return f();
+  Status s = Status::ok;
+  arena->execute([&] { s = f(); });
+  return s;
+}
+
+}  // namespace tessera::detail
