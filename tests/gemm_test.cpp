@@ -2,7 +2,10 @@
 // transposes, alpha/beta combinations, wide leading dimensions, batches and prepacked B.
 #include <tbb/task_arena.h>
 
+#include <gtest/gtest-spi.h>
+
 #include <cstring>
+#include <utility>
 
 #include "gemm_tester.hpp"
 #include "src/dispatch.hpp"
@@ -403,6 +406,35 @@ TEST_P(Gemm, ZeroSizesTouchNothing) {
             tessera::Status::ok);
   EXPECT_EQ(c[0], 1.0f);
   EXPECT_EQ(c[3], 4.0f);
+}
+
+// The tester must fail a kernel that drops one k term: each wide kernel (the few-row paths,
+// k-chunked at the shapes of decode's P V) replaced by one that runs k - 1 steps.
+tessera::arch::GemmStridedFn g_real_wide[tessera::arch::kMaxWideRows + 1][tessera::arch::kWideWidths];
+
+template <int R, int J>
+void drop_last_term(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                    int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
+  g_real_wide[R][J](kc - 1, a, a_rs, a_cs, b, ldb, c, ldc, nr, alpha, beta);
+}
+
+template <int R, int... J>
+void mutate_row(tessera::arch::GemmKernels& kt, std::integer_sequence<int, J...>) {
+  ((g_real_wide[R][J] = kt.wide[R][J],
+    kt.wide[R][J] = kt.wide[R][J] ? drop_last_term<R, J> : nullptr,
+    kt.wide_prefetching[R][J] = kt.wide_prefetching[R][J] ? drop_last_term<R, J> : nullptr),
+   ...);
+}
+
+tessera::arch::GemmKernels g_mutant;
+
+TEST_P(Gemm, MutationDroppingOneTermFails) {
+  g_mutant = tessera::detail::active_table().gemm;
+  const auto widths = std::make_integer_sequence<int, tessera::arch::kWideWidths>();
+  mutate_row<1>(g_mutant, widths);
+  mutate_row<2>(g_mutant, widths);
+  EXPECT_FATAL_FAILURE(GemmTester().kernels(&g_mutant).m(1).n(128).k(4096).test(), "want");
+  EXPECT_FATAL_FAILURE(GemmTester().kernels(&g_mutant).m(2).n(128).k(8192).test(), "want");
 }
 
 TEST(GemmPacked, RejectsBufferOfAnotherShape) {
