@@ -152,7 +152,7 @@ struct SoftmaxKernels {
 };
 
 struct KernelTable {
-  const char* name;  // "avx512", "avx2", "sse2", "neon64", "neon32", "scalar"
+  const char* name;  // "avx512", "avx2", "sse2", "neon64", "neon32"
   int simd_floats;   // floats per vector register
 
   // The FMA ceiling: runs iters x peak_flops_per_iter floating-point operations.
@@ -169,6 +169,5 @@ const KernelTable& avx2_table();
 const KernelTable& sse2_table();
 const KernelTable& neon64_table();
 const KernelTable& neon32_table();
-const KernelTable& scalar_table();
 
 }  // namespace tessera::arch

@@ -36,9 +36,6 @@ constexpr Candidate kCandidates[] = {{"neon64", arch::neon64_table, always}};
 #elif defined(TESSERA_HAVE_NEON32)
 bool always() { return true; }
 constexpr Candidate kCandidates[] = {{"neon32", arch::neon32_table, always}};
-#else
-bool always() { return true; }
-constexpr Candidate kCandidates[] = {{"scalar", arch::scalar_table, always}};
 #endif
 
 const arch::KernelTable* best_table() {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -208,6 +209,34 @@ TEST(Contract, ThreadCapStaysInsideTessera) {
   EXPECT_EQ(inside(), 3);
   ASSERT_EQ(tessera_set_num_threads(0), TESSERA_OK);
   EXPECT_EQ(inside(), host_arena);
+}
+
+}  // namespace
+
+namespace {
+
+// The per-table fixtures (tt::isas) run every table this build has whose features the CPU
+// reports, read here from CPUID or the target, apart from the dispatcher: a table the
+// dispatcher stopped offering would otherwise just drop out of every test.
+TEST(Contract, EveryTableThisCpuRunsIsTested) {
+  std::vector<std::string> expected;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    expected.emplace_back("avx512");
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    expected.emplace_back("avx2");
+  expected.emplace_back("sse2");
+#elif defined(__aarch64__)
+  expected.emplace_back("neon64");
+#elif defined(__arm__)
+  expected.emplace_back("neon32");
+#endif
+  EXPECT_EQ(tt::isas(), expected);
+  std::string tested;
+  for (const auto& isa : tt::isas()) tested += " " + isa;
+  std::printf("kernel tables tested on this CPU:%s\n", tested.c_str());
 }
 
 }  // namespace

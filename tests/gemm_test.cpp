@@ -410,7 +410,8 @@ TEST_P(Gemm, ZeroSizesTouchNothing) {
 
 // The tester must fail a kernel that drops one k term: each wide kernel (the few-row paths,
 // k-chunked at the shapes of decode's P V) replaced by one that runs k - 1 steps.
-tessera::arch::GemmStridedFn g_real_wide[tessera::arch::kMaxWideRows + 1][tessera::arch::kWideWidths];
+tessera::arch::GemmStridedFn g_real_wide[tessera::arch::kMaxWideRows + 1]
+                                        [tessera::arch::kWideWidths];
 
 template <int R, int J>
 void drop_last_term(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b,

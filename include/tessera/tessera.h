@@ -60,7 +60,7 @@ typedef enum tessera_align {
 TESSERA_API const char* tessera_status_string(tessera_status s);
 /* The message of the last failed call on this thread ("" if none). */
 TESSERA_API const char* tessera_last_error(void);
-/* The kernel table in use: "avx512", "avx2", "sse2", "neon64", "neon32" or "scalar". */
+/* The kernel table in use: "avx512", "avx2" or "sse2" (x86-64), "neon64" or "neon32" (ARM). */
 TESSERA_API const char* tessera_isa_name(void);
 /* Selects a kernel table by name; TESSERA_UNSUPPORTED if this CPU or build cannot run it.
  * The environment variable TESSERA_ISA does the same at first use. */
