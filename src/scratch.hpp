@@ -53,6 +53,7 @@ enum class ScratchSlot {
   decode_merge,
   softmax,
   softmax_parts,
+  softmax_negated,
   additive,
   count
 };

@@ -69,6 +69,19 @@ float special_row(Op op, int64_t cols, const float* x, float scale, float* y) {
   return lse;
 }
 
+// scale = 0: every finite entry scores 0, so a row is uniform; an infinite or NaN entry makes
+// 0 x inf = NaN, a NaN row (the reference's definition). The kernels divide by the scale.
+float zero_scale_row(Op op, int64_t cols, const float* x, float* y) {
+  bool finite = true;
+  for (int64_t j = 0; j < cols; ++j) finite &= std::isfinite(x[j]);
+  const float lse = finite ? std::log(float(cols)) : kNaN;
+  if (y) {
+    const float v = !finite ? kNaN : op == Op::softmax ? 1.0f / float(cols) : -lse;
+    for (int64_t j = 0; j < cols; ++j) y[j] = v;
+  }
+  return lse;
+}
+
 bool arithmetic(Stats s) { return std::isfinite(s.max) && std::isfinite(s.sum) && s.sum > 0; }
 
 // Softmax of rows [r0, r1) that stay in cache: the multi-row kernel in blocks, then the rows it
@@ -199,29 +212,61 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
   auto my_parts = [&] {
     return parts + chunks * size_t(tbb::this_task_arena::current_thread_index());
   };
+  // A negative scale (softmin, as ggml's soft_max_ext takes): the kernels take the row max as
+  // the scaled max, so they run on -x with -scale. Softmax and log-softmax negate each row into
+  // y (their output; in place is the same), logsumexp into a row of scratch per thread.
+  const bool negate = scale < 0.0f;
+  float* neg = nullptr;
+  if (negate && !y) {
+    neg = detail::thread_scratch(detail::ScratchSlot::softmax_negated)
+              .floats(size_t(cols) * size_t(threads));
+    if (!neg)
+      return detail::fail(Status::out_of_memory, "cannot allocate %zu floats of scratch",
+                          size_t(cols) * size_t(threads));
+  }
   // Long rows: whole rows per task when there are enough of them (a row's chunks then stay in
   // this core's L2 for the second pass), otherwise the chunks of each row in parallel.
   const bool chunks_parallel = cols > kCachedCols && rows < 2 * int64_t(threads);
   const bool stream = double(rows) * double(cols) * sizeof(float) >= kStreamBytes;
   // Rows [r, end) of one task.
-  auto rows_of_task = [&](int64_t r, int64_t end) {
+  auto plain_rows = [&](int64_t r, int64_t end, const float* xs, int64_t ldxs, float sc,
+                        float* lse) {
     if (cols <= kCachedCols) {
       if (op == Op::softmax)
-        cached_softmax_rows(k, r, end, cols, x, ldx, scale, y, ldy, lse_out, stream);
+        cached_softmax_rows(k, r, end, cols, xs, ldxs, sc, y, ldy, lse, stream);
       else
-        cached_stats_rows(k, op, r, end, cols, x, ldx, scale, y, ldy, lse_out);
+        cached_stats_rows(k, op, r, end, cols, xs, ldxs, sc, y, ldy, lse);
       return;
     }
     for (; r < end; ++r) {
-      const float lse = chunked_row(k, op, cols, x + r * ldx, scale, y ? y + r * ldy : nullptr,
-                                    chunks_parallel, my_parts());
-      if (lse_out) lse_out[r] = lse;
+      const float row_lse = chunked_row(k, op, cols, xs + r * ldxs, sc, y ? y + r * ldy : nullptr,
+                                        chunks_parallel, my_parts());
+      if (lse) lse[r] = row_lse;
+    }
+  };
+  auto rows_of_task = [&](int64_t r, int64_t end) {
+    if (scale == 0.0f) {
+      for (int64_t i = r; i < end; ++i) {
+        const float lse = zero_scale_row(op, cols, x + i * ldx, y ? y + i * ldy : nullptr);
+        if (lse_out) lse_out[i] = lse;
+      }
+      return;
+    }
+    if (!negate) return plain_rows(r, end, x, ldx, scale, lse_out);
+    if (y) {
+      for (int64_t i = r; i < end; ++i) k.affine(cols, x + i * ldx, -1.0f, 0.0f, y + i * ldy);
+      return plain_rows(r, end, y, ldy, -scale, lse_out);
+    }
+    float* row = neg + size_t(cols) * size_t(tbb::this_task_arena::current_thread_index());
+    for (int64_t i = r; i < end; ++i) {
+      k.affine(cols, x + i * ldx, -1.0f, 0.0f, row);
+      plain_rows(0, 1, row, cols, -scale, lse_out ? lse_out + i : nullptr);  // as a one-row problem
     }
   };
   // About 32K elements per task: enough to amortise scheduling, fine enough to balance. A
   // problem of one task runs here, without TBB (its fork-join costs more than 8 rows of 128).
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1));
-  if (chunks_parallel || (rows <= grain && parts)) {  // parts: indexed by the arena slot
+  if (chunks_parallel || (rows <= grain && (parts || neg))) {  // indexed by the arena slot
     tbb::this_task_arena::isolate([&] { rows_of_task(0, rows); });
     return Status::ok;
   }
@@ -244,8 +289,8 @@ Status check_rows(int64_t rows, int64_t cols, const float* x, int64_t ldx, float
   TESSERA_CHECK(detail::check_ptr("x", x, rows > 0 && cols > 0));
   int64_t span;
   TESSERA_CHECK(detail::matrix_span("x", rows, cols, ldx, span));
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    return detail::fail(Status::invalid_argument, "scale = %g must be finite and > 0", scale);
+  if (!std::isfinite(scale))
+    return detail::fail(Status::invalid_argument, "scale = %g must be finite", scale);
   return Status::ok;
 }
 

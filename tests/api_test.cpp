@@ -106,9 +106,9 @@ TEST(CApi, SoftmaxFamilyRejectsBadArguments) {
   EXPECT_REJECTED(tessera_softmax(4, 4, x.data(), 3, y.data(), 4, 1), "ldx", y);
   EXPECT_REJECTED(tessera_softmax(4, 4, x.data(), 4, y.data(), 2, 1), "ldy", y);
   EXPECT_REJECTED(tessera_softmax(4, 4, nullptr, 4, y.data(), 4, 1), "x", y);
-  EXPECT_REJECTED(tessera_softmax(4, 4, x.data(), 4, y.data(), 4, 0), "scale", y);
+  EXPECT_REJECTED(tessera_softmax(4, 4, x.data(), 4, y.data(), 4, -tt::kInf), "scale", y);
   EXPECT_REJECTED(tessera_softmax(4, 4, x.data(), 4, y.data(), 4, tt::kNaN), "scale", y);
-  EXPECT_REJECTED(tessera_log_softmax(4, 4, x.data(), 4, y.data(), 4, -1), "scale", y);
+  EXPECT_REJECTED(tessera_log_softmax(4, 4, x.data(), 4, y.data(), 4, tt::kInf), "scale", y);
   EXPECT_REJECTED(tessera_log_softmax(4, 4, x.data(), 4, y.data(), 3, 1), "ldy", y);
   // Partial overlap (y is x shifted by one element) is rejected; exact in place is allowed.
   std::vector<float> xy(64, 1);

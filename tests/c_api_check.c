@@ -18,7 +18,7 @@ int main(void) {
     fprintf(stderr, "desc init from C failed\n");
     return 1;
   }
-  if (tessera_softmax(1, 2, a, 2, c, 2, 0.0f) != TESSERA_INVALID_ARGUMENT ||
+  if (tessera_softmax(1, 2, a, 2, c, 2, 1.0f / 0.0f) != TESSERA_INVALID_ARGUMENT ||
       strstr(tessera_last_error(), "scale") == NULL) {
     fprintf(stderr, "bad scale not reported from C\n");
     return 1;

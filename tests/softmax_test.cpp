@@ -48,6 +48,49 @@ TEST_P(Softmax, HandLogDomain) {
   EXPECT_NEAR(out, std::log(4.0f), 1e-6f);
 }
 
+// Negative and zero scales (softmin, uniform rows) on every path: register rows, exp-store
+// groups, long cached rows, chunked rows (one row across threads and several), in place, with
+// the special rows (+inf becomes -inf under a negative scale), against the reference.
+TEST_P(Softmax, NegativeAndZeroScales) {
+  for (int64_t cols : {5, 100, 4099, 40000}) {
+    for (int64_t rows : {1, 3}) {
+      const int64_t ld = cols + 1;
+      auto x = tt::random_vec(size_t(rows * ld), uint32_t(cols + rows), -8.0f, 8.0f);
+      x[1] = tt::kInf;                      // row 0: -inf under a negative scale
+      if (rows > 1) x[ld + 2] = -tt::kInf;  // row 1: takes all the mass under a negative scale
+      for (float scale : {-1.0f, -0.3f, 0.0f}) {
+        for (int op = 0; op < 3; ++op) {
+          std::vector<float> y(x.size(), 7.0f), ref(x.size(), 7.0f), yi = x;
+          Status s;
+          if (op == 0) {
+            s = tessera::softmax(rows, cols, x.data(), ld, y.data(), ld, scale);
+            tessera::reference::softmax(rows, cols, x.data(), ld, ref.data(), ld, scale);
+            ASSERT_EQ(tessera::softmax(rows, cols, yi.data(), ld, yi.data(), ld, scale), s);
+          } else if (op == 1) {
+            s = tessera::log_softmax(rows, cols, x.data(), ld, y.data(), ld, scale);
+            tessera::reference::log_softmax(rows, cols, x.data(), ld, ref.data(), ld, scale);
+            ASSERT_EQ(tessera::log_softmax(rows, cols, yi.data(), ld, yi.data(), ld, scale), s);
+          } else {
+            s = tessera::logsumexp(rows, cols, x.data(), ld, scale, y.data());
+            tessera::reference::logsumexp(rows, cols, x.data(), ld, scale, ref.data());
+            yi = y;  // no in-place form
+          }
+          ASSERT_EQ(s, Status::ok) << tessera::last_error();
+          const size_t n = op == 2 ? size_t(rows) : y.size();
+          // Elements of the padding column stay 7 in all three.
+          EXPECT_LE(tt::rel_err(y.data(), ref.data(), n), 1e-5)
+              << "op " << op << " cols " << cols << " rows " << rows << " scale " << scale;
+          for (size_t i = 0; i < n; ++i) {
+            if (op == 2 || int64_t(i % size_t(ld)) < cols) {
+              ASSERT_EQ(std::memcmp(&y[i], &yi[i], 4), 0) << "in place differs, op " << op;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(Softmax, MatchesReferenceAndSumsToOne) {
   // Register-resident rows end at 16 columns on SSE2, 32 on AVX2, 128 on AVX-512 (last vector
   // whole or partial); the exp-store groups take over above.

@@ -105,7 +105,8 @@ TESSERA_API tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m,
 
 /* ---- softmax -------------------------------------------------------------------------------- */
 
-/* y[r,:] = softmax(scale * x[r,:]); scale finite and > 0; y may equal x (in place).
+/* y[r,:] = softmax(scale * x[r,:]); scale finite (negative: softmin; 0: uniform rows);
+ * y may equal x exactly (in place), and may not overlap it otherwise.
  * An all -inf row gives zeros. */
 TESSERA_API tessera_status tessera_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx,
                                            float* y, int64_t ldy, float scale);
