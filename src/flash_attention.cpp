@@ -54,26 +54,12 @@ constexpr int64_t kRowsPerTile = 512;
 constexpr int64_t kDecodeChunk = 512;
 constexpr int64_t kDecodeMaxQ = 8;
 
-// Every task's state, carved from one block of the calling thread's scratch that is taken before
-// any output is written: a slice per arena slot (a thread runs one task at a time, and the
-// parallel regions are isolated). An allocation failure then leaves O and lse untouched, and
-// the steady state allocates nothing.
-struct StatePool {
-  float* base = nullptr;
-  size_t per_thread = 0;
-
-  bool reserve(size_t floats) {
-    const size_t threads = size_t(tbb::this_task_arena::max_concurrency());
-    per_thread = (floats + 15) / 16 * 16;
-    base = per_thread <= SIZE_MAX / sizeof(float) / threads
-               ? thread_scratch(ScratchSlot::attention).floats(threads * per_thread)
-               : nullptr;
-    return base != nullptr;
-  }
-  float* slice() const {
-    return base + size_t(tbb::this_task_arena::current_thread_index()) * per_thread;
-  }
-};
+// Every task's state comes from one block of the calling thread's scratch taken before any
+// output is written (a slice per task running at once): an allocation failure then leaves O
+// and lse untouched, and the steady state allocates nothing.
+bool reserve_states(Slices& pool, size_t floats) {
+  return pool.reserve(thread_scratch(ScratchSlot::attention), floats, slices_for_arena());
+}
 
 Status no_state() {
   return fail(Status::out_of_memory, "cannot allocate the attention tile states");
@@ -101,8 +87,8 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
   if (blocks > 1) bq = std::min(bq_max, ceil_div(bq, unit) * unit);
   const int64_t q_blocks = ceil_div(d.q_len, bq);
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
-  StatePool pool;
-  if (!pool.reserve(state_floats(d, kt, g.group * bq))) return no_state();
+  Slices pool;
+  if (!reserve_states(pool, state_floats(d, kt, g.group * bq))) return no_state();
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, tasks, 1),
@@ -112,8 +98,9 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
             const int64_t qb = q_blocks - 1 - t % q_blocks;
             const int64_t hk = (t / q_blocks) % d.kv_heads, b = t / (q_blocks * d.kv_heads);
             const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
+            const Slices::Lease slice(pool);
             TileState st;
-            carve_state(pool.slice(), d, kt, g.group * n, false, st);
+            carve_state(slice.get(), d, kt, g.group * n, false, st);
             stage_queries(d, g, kt.gemm, q, b, hk, i0, n, st);
             key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
             finish_rows(g, kt.softmax, b, hk, i0, n, st, o);
@@ -140,8 +127,8 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
                        : nullptr;
   if (!partial) return fail(Status::out_of_memory, "cannot allocate the decode partials");
   // A slice per thread for a chunk's state, then for a unit's merge (O, m and l of every row).
-  StatePool pool;
-  if (!pool.reserve(std::max(state_floats(d, kt, rows), size_t(rows * (Dv + 2)))))
+  Slices pool;
+  if (!reserve_states(pool, std::max(state_floats(d, kt, rows), size_t(rows * (Dv + 2)))))
     return no_state();
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(
@@ -150,8 +137,9 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
           for (int64_t t = r.begin(); t < r.end(); ++t) {
             const int64_t unit = t / chunks, c = t % chunks;
             const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
+            const Slices::Lease slice(pool);
             TileState st;
-            carve_state(pool.slice(), d, kt, rows, true, st);
+            carve_state(slice.get(), d, kt, rows, true, st);
             stage_queries(d, g, kt.gemm, q, b, hk, 0, d.q_len, st);
             key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
                      std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
@@ -171,7 +159,8 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
     tbb::parallel_for(int64_t(0), units, [&](int64_t unit) {
       const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
       // O accumulators, then m and l of every row.
-      float* acc = pool.slice();
+      const Slices::Lease slice(pool);
+      float* acc = slice.get();
       TileState st;
       st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows;
       for (int64_t c = 0; c < chunks; ++c) {

@@ -196,34 +196,24 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
   const SoftmaxKernels& k = detail::active_table().softmax;
   const int threads = tbb::this_task_arena::max_concurrency();
   // Long rows: each thread's chunk statistics, in one block of the calling thread's scratch
-  // taken before anything is written (a slice per arena slot; tasks run one at a time).
+  // taken before anything is written (a slice per task running at once).
   const size_t chunks = size_t((cols + kChunk - 1) / kChunk);
-  Stats* parts = nullptr;
-  if (cols > kCachedCols) {
-    float* p = detail::thread_scratch(detail::ScratchSlot::softmax_parts)
-                   .floats(2 * chunks * size_t(threads));
-    if (!p)
-      return detail::fail(Status::out_of_memory, "cannot allocate %zu chunk statistics",
-                          chunks * size_t(threads));
-    // cppcheck-suppress invalidPointerCast
-    static_assert(sizeof(Stats) == 2 * sizeof(float), "Stats is two floats");
-    parts = reinterpret_cast<Stats*>(p);
-  }
-  auto my_parts = [&] {
-    return parts + chunks * size_t(tbb::this_task_arena::current_thread_index());
-  };
+  detail::Slices parts;
+  const bool chunked = cols > kCachedCols;
+  if (chunked && !parts.reserve(detail::thread_scratch(detail::ScratchSlot::softmax_parts),
+                                2 * chunks, detail::slices_for_arena()))
+    return detail::fail(Status::out_of_memory, "cannot allocate %zu chunk statistics", chunks);
+  static_assert(sizeof(Stats) == 2 * sizeof(float), "Stats is two floats");
   // A negative scale (softmin, as ggml's soft_max_ext takes): the kernels take the row max as
   // the scaled max, so they run on -x with -scale. Softmax and log-softmax negate each row into
   // y (their output; in place is the same), logsumexp into a row of scratch per thread.
   const bool negate = scale < 0.0f;
-  float* neg = nullptr;
-  if (negate && !y) {
-    neg = detail::thread_scratch(detail::ScratchSlot::softmax_negated)
-              .floats(size_t(cols) * size_t(threads));
-    if (!neg)
-      return detail::fail(Status::out_of_memory, "cannot allocate %zu floats of scratch",
-                          size_t(cols) * size_t(threads));
-  }
+  detail::Slices neg;
+  if (negate && !y &&
+      !neg.reserve(detail::thread_scratch(detail::ScratchSlot::softmax_negated), size_t(cols),
+                   detail::slices_for_arena()))
+    return detail::fail(Status::out_of_memory, "cannot allocate %zu floats of scratch",
+                        size_t(cols));
   // Long rows: whole rows per task when there are enough of them (a row's chunks then stay in
   // this core's L2 for the second pass), otherwise the chunks of each row in parallel.
   const bool chunks_parallel = cols > kCachedCols && rows < 2 * int64_t(threads);
@@ -238,9 +228,12 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
         cached_stats_rows(k, op, r, end, cols, xs, ldxs, sc, y, ldy, lse);
       return;
     }
+    const detail::Slices::Lease slice(parts);
+    // cppcheck-suppress invalidPointerCast
+    Stats* part = reinterpret_cast<Stats*>(slice.get());
     for (; r < end; ++r) {
       const float row_lse = chunked_row(k, op, cols, xs + r * ldxs, sc, y ? y + r * ldy : nullptr,
-                                        chunks_parallel, my_parts());
+                                        chunks_parallel, part);
       if (lse) lse[r] = row_lse;
     }
   };
@@ -257,7 +250,8 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
       for (int64_t i = r; i < end; ++i) k.affine(cols, x + i * ldx, -1.0f, 0.0f, y + i * ldy);
       return plain_rows(r, end, y, ldy, -scale, lse_out);
     }
-    float* row = neg + size_t(cols) * size_t(tbb::this_task_arena::current_thread_index());
+    const detail::Slices::Lease slice(neg);
+    float* row = slice.get();
     for (int64_t i = r; i < end; ++i) {
       k.affine(cols, x + i * ldx, -1.0f, 0.0f, row);
       plain_rows(0, 1, row, cols, -scale, lse_out ? lse_out + i : nullptr);  // as a one-row problem
@@ -266,7 +260,7 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
   // About 32K elements per task: enough to amortise scheduling, fine enough to balance. A
   // problem of one task runs here, without TBB (its fork-join costs more than 8 rows of 128).
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1));
-  if (chunks_parallel || (rows <= grain && (parts || neg))) {  // indexed by the arena slot
+  if (chunks_parallel) {
     tbb::this_task_arena::isolate([&] { rows_of_task(0, rows); });
     return Status::ok;
   }

@@ -4,6 +4,7 @@
 
 #include <tbb/task_arena.h>
 
+#include "scratch.hpp"
 #include "tessera/common.hpp"
 
 namespace tessera::detail {
@@ -14,9 +15,15 @@ tbb::task_arena* tessera_arena();
 template <class F>
 Status in_arena(F&& f) {
   tbb::task_arena* arena = tessera_arena();
-  if (arena == nullptr) return f();
+  if (arena == nullptr) {
+    const CallDepth call;
+    return f();
+  }
   Status s = Status::ok;
-  arena->execute([&] { s = f(); });
+  arena->execute([&] {
+    const CallDepth call;  // on the thread that runs it
+    s = f();
+  });
   return s;
 }
 

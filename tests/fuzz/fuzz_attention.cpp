@@ -1,0 +1,107 @@
+// libFuzzer harness: tessera_attention_desc_init and tessera_attention under decoded shapes
+// (prefill and split-KV decode), layouts, every mask and score option, outputs placed over
+// inputs, and scores that are NaN, +-inf or denormal.
+#include <algorithm>
+
+#include "fuzz_util.hpp"
+#include "tessera/reference.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fz::Bytes in(data, size);
+  const int64_t batch = in.range(0, 2), kv_heads = in.range(0, 3);
+  const int64_t q_heads = kv_heads * in.range(0, 3) + (in.byte() < 8 ? 1 : 0);  // GQA, or not
+  const bool decode = in.flag();
+  int64_t q_len = decode ? in.range(0, 8) : in.size(40);
+  int64_t kv_len = decode ? in.range(0, 1600) : in.size(300);
+  const int64_t head_dim = in.range(0, 40), value_dim = in.range(0, 40);
+  if (q_len == (int64_t(1) << 40) || kv_len == (int64_t(1) << 40)) q_len = kv_len = q_len | kv_len;
+  tessera_attention_desc d;
+  const tessera_status init =
+      tessera_attention_desc_init(&d, batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
+  if (init != TESSERA_OK) {
+    fz::rejected(init, {});
+    if (head_dim > 0 && value_dim > 0 && (kv_heads > 0 || q_heads == 0) &&
+        (kv_heads == 0 || q_heads % kv_heads == 0) && q_len < 1000000 && kv_len < 1000000)
+      fz::violated("desc_init rejected valid sizes", tessera_last_error());
+    return 0;
+  }
+  if (q_len > 1000000 || kv_len > 1000000) fz::violated("desc_init took huge sizes", "");
+  if (in.flag()) {  // BSHD: [batch][seq][head][dim]
+    auto bshd = [](int64_t* s, int64_t heads, int64_t len, int64_t dim) {
+      s[0] = len * heads * dim, s[1] = dim, s[2] = heads * dim;
+    };
+    bshd(d.q_stride, q_heads, q_len, head_dim);
+    bshd(d.k_stride, kv_heads, kv_len, head_dim);
+    bshd(d.v_stride, kv_heads, kv_len, value_dim);
+    bshd(d.o_stride, q_heads, q_len, value_dim);
+  }
+  d.causal = in.byte() < 100 ? 1 : in.byte() < 4 ? 2 : 0;  // 2: rejected
+  d.align = in.flag() ? TESSERA_ALIGN_BOTTOM_RIGHT : TESSERA_ALIGN_TOP_LEFT;
+  d.window_left = in.byte() < 64 ? in.range(-2, 300) : -1;
+  d.window_right = in.byte() < 32 ? in.range(-1, 20) : -1;
+  const float scales[] = {0.0f, 0.5f, -0.3f, 2.0f};
+  d.scale = scales[in.range(0, 3)];
+  d.softcap = in.byte() < 40 ? float(in.range(1, 30)) : 0.0f;
+  const size_t nq = size_t(batch * q_heads * q_len * head_dim);
+  const size_t nk = size_t(batch * kv_heads * kv_len * head_dim);
+  const size_t nv = size_t(batch * kv_heads * kv_len * value_dim);
+  const size_t no = size_t(batch * q_heads * q_len * value_dim);
+  const size_t nl = size_t(batch * q_heads * q_len), ns = size_t(batch * q_heads * q_len * kv_len);
+  std::vector<float> q(nq), k(nk), v(nv), bias, slopes, o(no + 1), lse;
+  std::vector<uint8_t> mask;
+  std::vector<int32_t> lens;
+  in.fill(q, 2.0f, true);
+  in.fill(k, 2.0f, true);
+  in.fill(v, 1.0f, false);
+  if (in.byte() < 64) {
+    bias.resize(ns + 1);
+    in.fill(bias, 3.0f, true);
+    d.bias = bias.data();
+    d.bias_stride[0] = q_heads * q_len * kv_len, d.bias_stride[1] = in.flag() ? 0 : q_len * kv_len;
+    d.bias_stride[2] = kv_len, d.bias_stride[3] = 1;
+  }
+  if (in.byte() < 48) {
+    for (size_t i = 0; i < ns; ++i) mask.push_back(in.byte() % 4 != 0);
+    mask.push_back(1);
+    d.mask = mask.data();
+    d.mask_stride[0] = q_len * kv_len, d.mask_stride[1] = 0, d.mask_stride[2] = kv_len;
+    d.mask_stride[3] = 1;
+  }
+  if (in.byte() < 48) {
+    for (int64_t b = 0; b < batch; ++b) lens.push_back(int32_t(in.range(0, kv_len + 1)));
+    lens.push_back(0);
+    d.kv_lens = lens.data();
+  }
+  if (in.byte() < 48) {
+    for (int64_t h = 0; h <= q_heads; ++h) slopes.push_back(in.value(1.0f, false));
+    d.alibi_slopes = slopes.data();
+  }
+  if (in.flag()) {
+    lse.resize(nl + 1);
+    d.lse = lse.data();
+  }
+  // The output over an input, or lse over q: rejected.
+  float* out = o.data();
+  const uint8_t alias = in.byte();
+  if (alias < 12 && nk > 0) out = k.data();
+  if (alias >= 12 && alias < 20 && nv > 1) out = v.data() + 1;
+  if (alias >= 20 && alias < 26 && d.lse && nq > 0) d.lse = q.data();
+  std::vector<fz::Snapshot> outs = {fz::Snapshot(o.data(), o.size() * 4),
+                                    fz::Snapshot(q.data(), nq * 4), fz::Snapshot(k.data(), nk * 4),
+                                    fz::Snapshot(v.data(), nv * 4)};
+  if (!lse.empty()) outs.emplace_back(lse.data(), lse.size() * 4);
+  const tessera_status s = tessera_attention(&d, q.data(), k.data(), v.data(), out);
+  if (fz::rejected(s, outs)) return 0;
+  if (out != o.data() || d.lse == q.data()) {
+    if (q_len > 0 && batch > 0 && q_heads > 0) fz::violated("an output over an input was accepted", "");
+    return 0;
+  }
+  if (d.causal > 1) fz::violated("causal = 2 was accepted", "");
+  std::vector<float> ref_o(o.size()), ref_lse(lse.size());
+  tessera_attention_desc rd = d;
+  rd.lse = lse.empty() ? nullptr : ref_lse.data();
+  tessera::reference::attention(rd, q.data(), k.data(), v.data(), ref_o.data());
+  fz::expect_close(o.data(), ref_o.data(), no, 1e-4, "attention O");
+  if (!lse.empty()) fz::expect_close(lse.data(), ref_lse.data(), nl, 1e-4, "attention lse");
+  return 0;
+}

@@ -1,0 +1,114 @@
+// libFuzzer harness: tessera_sgemm, tessera_sgemm_strided_batched and the packed-B trio under
+// decoded sizes, transposes, leading dimensions, batch strides, scalars, aliasing and data.
+#include <algorithm>
+
+#include "fuzz_util.hpp"
+#include "tessera/reference.hpp"
+
+namespace {
+
+const int64_t kHuge = int64_t(1) << 40;
+
+// Elements a rows x cols matrix with leading dimension ld spans (0 if empty).
+int64_t span(int64_t rows, int64_t cols, int64_t ld) {
+  return rows > 0 && cols > 0 ? (rows - 1) * ld + cols : 0;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fz::Bytes in(data, size);
+  const int form = in.range(0, 2);  // plain, batched, packed
+  const tessera_transpose ta = in.flag() ? TESSERA_TRANS : TESSERA_NO_TRANS;
+  const tessera_transpose tb = form == 2 || !in.flag() ? TESSERA_NO_TRANS : TESSERA_TRANS;
+  int64_t m = in.size(70), n = in.size(70), k = in.size(70);
+  const bool huge = m == kHuge || n == kHuge || k == kHuge;
+  if (huge) m = n = k = kHuge;  // every span then overflows: must be rejected
+  const int64_t a_cols = ta == TESSERA_NO_TRANS ? k : m, a_rows = ta == TESSERA_NO_TRANS ? m : k;
+  const int64_t b_cols = tb == TESSERA_NO_TRANS ? n : k, b_rows = tb == TESSERA_NO_TRANS ? k : n;
+  // Leading dimensions: the minimum, padded, one short (rejected) or vast.
+  auto ld = [&](int64_t cols) -> int64_t {
+    const uint8_t sel = in.byte();
+    const int64_t need = cols > 1 ? cols : 1;
+    if (huge || sel == 255) return int64_t(1) << 62;
+    if (sel < 16) return need - 1;
+    return need + (sel % 4);
+  };
+  const int64_t lda = ld(a_cols), ldb = ld(b_cols), ldc = ld(n);
+  const float alphas[] = {1.0f, -0.5f, 0.0f, 2.0f}, betas[] = {0.0f, 1.0f, 0.3f, -2.0f};
+  const float alpha = alphas[in.range(0, 3)], beta = betas[in.range(0, 3)];
+  const int64_t batch = form == 1 ? in.range(0, 4) : 1;
+  const bool vast = huge || lda > (int64_t(1) << 40) || ldb > (int64_t(1) << 40) ||
+                    ldc > (int64_t(1) << 40);
+  const int64_t sa = vast ? 0 : span(a_rows, a_cols, std::max<int64_t>(lda, 1));
+  const int64_t sb = vast ? 0 : span(b_rows, b_cols, std::max<int64_t>(ldb, 1));
+  const int64_t sc = vast ? 0 : span(m, n, std::max<int64_t>(ldc, 1));
+  // Batch strides: whole matrices apart, 0 (shared) for A or B, or C overlapping itself.
+  const int64_t stride_a = in.flag() ? 0 : sa + in.range(0, 3);
+  const int64_t stride_b = in.flag() ? 0 : sb + in.range(0, 3);
+  const int64_t stride_c = in.byte() < 24 ? sc / 2 : sc + in.range(0, 3);
+  const int64_t nb = std::max<int64_t>(batch, 1);
+  const int64_t ea = sa + (nb - 1) * stride_a, eb = sb + (nb - 1) * stride_b;
+  const int64_t ec = sc + (nb - 1) * std::max<int64_t>(stride_c, 0);
+  // One arena: A, B, C apart, unless C is placed over A or B (must be rejected).
+  const int alias = in.byte() < 32 ? in.range(1, 3) : 0;  // 1: C = A, 2: C inside B, 3: C after A
+  std::vector<float> arena(size_t(ea + eb + ec + 64));
+  in.fill(arena, 1.0f, true);
+  float* a = arena.data();
+  float* b = a + ea;
+  float* c = b + eb;
+  if (alias == 1) c = a;
+  if (alias == 2) c = b + eb / 2;
+  if (alias == 3 && ea > 1) c = a + ea - 1;
+  if (c + ec > arena.data() + arena.size()) c = b + eb;  // keep within the arena
+  std::vector<float> packed;
+  size_t packed_bytes = 0;
+  if (form == 2) {
+    packed_bytes = tessera_sgemm_pack_b_size(tb, k, n);
+    packed.resize(packed_bytes / 4 + 16);
+    const size_t given = in.byte() < 32 ? packed_bytes / 2 : packed_bytes;
+    const fz::Snapshot before(packed.data(), packed.size() * 4);
+    const tessera_status s = tessera_sgemm_pack_b(tb, k, n, b, ldb, packed.data(), given);
+    if (fz::rejected(s, {before})) {
+      if (!vast && given == packed_bytes && ldb >= std::max<int64_t>(b_cols, 1))
+        fz::violated("pack_b rejected a valid call", tessera_last_error());
+      return 0;
+    }
+  }
+  const std::vector<float> c0(c, c + ec);
+  std::vector<float> whole_before(arena);
+  tessera_status s;
+  if (form == 0)
+    s = tessera_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else if (form == 1)
+    s = tessera_sgemm_strided_batched(ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
+                                      beta, c, ldc, stride_c, batch);
+  else
+    s = tessera_sgemm_packed(ta, m, n, k, alpha, a, lda, packed.data(), beta, c, ldc);
+  if (s != TESSERA_OK) {
+    if (std::memcmp(whole_before.data(), arena.data(), arena.size() * 4) != 0)
+      fz::violated("a rejected call wrote", tessera_last_error());
+    fz::rejected(s, {});
+    return 0;
+  }
+  if (vast) return 0;
+  if (alias) {
+    // Accepted: then C must not overlap what A and B span (nothing, for an empty batch).
+    const bool used = batch > 0;
+    auto overlaps = [&](const float* p, int64_t np) {
+      return used && np > 0 && ec > 0 && sc > 0 && p < c + ec && c < p + np;
+    };
+    if (overlaps(a, sa > 0 ? ea : 0) || overlaps(b, sb > 0 ? eb : 0))
+      fz::violated("an output over an input was accepted", "");
+    return 0;
+  }
+  // The reference on the inputs as they were.
+  std::vector<float> ref(c0);
+  for (int64_t t = 0; t < batch; ++t)
+    tessera::reference::sgemm(tessera::Transpose(ta), tessera::Transpose(tb), m, n, k, alpha,
+                              whole_before.data() + t * stride_a, lda,
+                              whole_before.data() + ea + t * stride_b, ldb, beta,
+                              ref.data() + t * stride_c, ldc);
+  fz::expect_close(c, ref.data(), size_t(ec), 1e-4, "sgemm result");
+  return 0;
+}
