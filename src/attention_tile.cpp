@@ -117,6 +117,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   const int64_t lo = kb + (std::max(kb, std::min(lo_first, lo_last)) - kb) / kBK * kBK;
   const int64_t hi = std::min(ke, std::max(hi_first, hi_last));
   const int64_t end = std::min(ke, valid);
+  if (hi <= lo) return;  // no key visible to any row (k and v may be NULL when kv_len = 0)
   const float* kbase = k + b * d.k_stride[0] + hk * d.k_stride[1];
   const float* vbase = v + b * d.v_stride[0] + hk * d.v_stride[1];
   const arch::SoftmaxKernels& sk = kt.softmax;
@@ -210,8 +211,18 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       const float m_old = st.m[r];
       float m_new = st.tile_m[r], sum = st.tile_l[r];
       if (!std::isfinite(m_new)) {
+        // A NaN score makes the row NaN. The vector max need not return NaN (x86's max gives
+        // its other operand), and a row of only NaN scores was once taken for an empty one:
+        // this rare branch looks for NaN itself.
         const float tile_max = sk.max(w, srow);
-        m_new = std::isnan(tile_max) ? m_old : std::max(m_old, tile_max);
+        bool nan = std::isnan(tile_max);
+        for (int64_t j = 0; j < w && !nan; ++j) nan = std::isnan(srow[j]);
+        if (nan) {
+          st.l[r] = std::numeric_limits<float>::quiet_NaN();
+          std::memset(srow, 0, sizeof(float) * size_t(w));
+          continue;
+        }
+        m_new = std::max(m_old, tile_max);
         if (m_new == -kInf) {  // nothing visible yet
           std::memset(srow, 0, sizeof(float) * size_t(w));
           continue;

@@ -364,6 +364,21 @@ TEST_P(Attention, PlusInfinityScoresOnEveryPath) {
   }
 }
 
+// A query whose every score is NaN (a NaN in q) is a NaN row, on every path; it was once
+// taken for a row that sees no key, and came back as zeros (found by tests/fuzz).
+TEST_P(Attention, NaNQueryGivesNaNRow) {
+  for (auto shape : {std::array<int64_t, 2>{1, 700}, std::array<int64_t, 2>{40, 300},
+                     std::array<int64_t, 2>{3, 1}}) {
+    AttentionTester t(1, 2, 1, shape[0], shape[1], 16, 16);
+    auto& p = t.with_lse().build(5);
+    p.q[3] = tt::kNaN;  // query 0 of head 0
+    ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok);
+    for (int c = 0; c < 16; ++c) EXPECT_TRUE(std::isnan(p.o[size_t(c)])) << shape[0];
+    EXPECT_TRUE(std::isnan(p.lse[0])) << shape[0];
+    EXPECT_FALSE(std::isnan(p.o[16])) << "the next row is untouched by the NaN";
+  }
+}
+
 // Bitwise identical for 1, 2 and 8 threads on the prefill and decode paths. (The prefill's
 // query blocks follow the thread count: 200 rows are one block for 1-2 threads, two for 8; a
 // sliding window moves each block's first visible key.)
