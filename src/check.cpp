@@ -72,6 +72,8 @@ Status check_no_self_overlap(const char* name, const int64_t* strides, const int
   };
   Dim dims[8];
   int n = 0;
+  for (int i = 0; i < count; ++i)
+    if (extents[i] == 0) return Status::ok;  // no elements: nothing can overlap
   for (int i = 0; i < count && n < 8; ++i)
     if (extents[i] > 1) dims[n++] = {strides[i], extents[i]};
   for (int i = 1; i < n; ++i)  // insertion sort: at most 4 dimensions

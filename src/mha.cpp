@@ -186,7 +186,9 @@ Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float*
                           "workspace_bytes = %zu is below tessera_mha_workspace_size = %zu",
                           workspace_bytes_given, need);
     TESSERA_CHECK(check_aliasing(d, sz, x_q, x_kv, out, workspace, workspace_bytes_given));
-    if (d.batch == 0 || d.q_len == 0) return Status::ok;
+    // No queries: nothing to compute, but new keys and values still go into a cache.
+    if (d.batch == 0 || (d.q_len == 0 && (d.k_cache == nullptr || d.kv_len == 0)))
+      return Status::ok;
 
     void* owned = nullptr;
     if (!workspace) {

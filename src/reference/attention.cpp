@@ -12,7 +12,7 @@ void attention(const tessera_attention_desc& d, const float* q, const float* k, 
                float* o) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const double scale = d.scale != 0.0f ? d.scale : 1.0 / std::sqrt(double(d.head_dim));
-  const int64_t group = d.q_heads / d.kv_heads;
+  const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;  // no heads: no work
   std::vector<double> s(static_cast<size_t>(d.kv_len));
   std::vector<char> visible(static_cast<size_t>(d.kv_len));
   std::vector<double> acc(static_cast<size_t>(d.value_dim));

@@ -76,16 +76,24 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_kv,
           s[j] = scale * dot;
           if (s[j] > m) m = s[j];
         }
+        // The special scores as reference::attention defines them: a NaN makes the row NaN,
+        // +inf scores share all the mass, no visible key gives zeros.
         double sum = 0.0;
+        bool nan = false;
         for (int64_t c = 0; c < Dv; ++c) acc[c] = 0.0;
         for (int64_t j = 0; j < total; ++j) {
           if (s[j] == -std::numeric_limits<double>::infinity()) continue;
-          const double w = std::exp(s[j] - m);
+          nan |= std::isnan(s[j]);
+          const double w = m == std::numeric_limits<double>::infinity() ? (s[j] == m ? 1.0 : 0.0)
+                                                                        : std::exp(s[j] - m);
           sum += w;
           for (int64_t c = 0; c < Dv; ++c) acc[c] += w * value(b, hk, j)[c];
         }
         float* row = attn.data() + (b * d.q_len + i) * Hq * Dv + h * Dv;
-        for (int64_t c = 0; c < Dv; ++c) row[c] = sum > 0 ? static_cast<float>(acc[c] / sum) : 0;
+        for (int64_t c = 0; c < Dv; ++c)
+          row[c] = nan       ? std::numeric_limits<float>::quiet_NaN()
+                   : sum > 0 ? static_cast<float>(acc[c] / sum)
+                             : 0.0f;
       }
 
   const auto y = project(d.batch * d.q_len, Hq * Dv, d.out_dim, attn.data(), d.w_o, d.b_o);
