@@ -29,8 +29,8 @@ bool round_of_everything(uint32_t seed, std::string& why) {
   const tessera_status ps = tessera_sgemm_pack_b(N, 70, 50, b.data(), 50, packed.data(), bytes);
   if (ps == TESSERA_OK) {
     // The table may change between packing and use: then the packed buffer is refused.
-    const tessera_status s = tessera_sgemm_packed(N, 40, 50, 70, 1, a.data(), 70, packed.data(), 0,
-                                                  c.data(), 50);
+    const tessera_status s =
+        tessera_sgemm_packed(N, 40, 50, 70, 1, a.data(), 70, packed.data(), 0, c.data(), 50);
     if (s == TESSERA_OK && tt::rel_err(c, ref) > 1e-5) return why = "sgemm_packed", false;
   }
   // Softmax, long rows included.
@@ -46,7 +46,8 @@ bool round_of_everything(uint32_t seed, std::string& why) {
     tessera_attention_desc_init(&d, 1, 4, 2, q_len, 700, 32, 32);
     d.causal = 1, d.align = TESSERA_ALIGN_BOTTOM_RIGHT;
     const auto q = tt::random_vec(size_t(4 * q_len * 32), seed + 3);
-    const auto k = tt::random_vec(2 * 700 * 32, seed + 4), v = tt::random_vec(2 * 700 * 32, seed + 5);
+    const auto k = tt::random_vec(2 * 700 * 32, seed + 4),
+               v = tt::random_vec(2 * 700 * 32, seed + 5);
     std::vector<float> o(q.size()), ro(q.size());
     if (tessera_attention(&d, q.data(), k.data(), v.data(), o.data()) != TESSERA_OK)
       return why = tessera_last_error(), false;
@@ -56,8 +57,8 @@ bool round_of_everything(uint32_t seed, std::string& why) {
   // The layers.
   const auto enc = tt::random_vec(30 * 16, seed + 6), w = tt::random_vec(16 * 16, seed + 7);
   std::vector<float> ctx(16), rctx(16);
-  if (tessera_additive_attention(30, 16, 16, 16, enc.data(), w.data(), w.data(), w.data(),
-                                 w.data(), ctx.data(), nullptr) != TESSERA_OK)
+  if (tessera_additive_attention(30, 16, 16, 16, enc.data(), w.data(), w.data(), w.data(), w.data(),
+                                 ctx.data(), nullptr) != TESSERA_OK)
     return why = tessera_last_error(), false;
   tessera::reference::additive_attention(30, 16, 16, 16, enc.data(), w.data(), w.data(), w.data(),
                                          w.data(), rctx.data(), nullptr);

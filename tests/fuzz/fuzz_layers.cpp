@@ -12,12 +12,21 @@ void additive(fz::Bytes& in) {
   const int form = in.range(0, 2);  // one-shot, keys, step
   const int64_t enc_len = in.range(-1, 40), enc_dim = in.range(0, 24);
   const int64_t dec_dim = in.range(0, 24), attn_dim = in.range(0, 24);
-  const auto n = [](int64_t a, int64_t b) { return size_t(std::max<int64_t>(a, 0) * b) + 1; };
+  // Every buffer holds the largest output (40 x 24 keys): an output placed over another buffer
+  // must find room for its own elements there (Tessera trusts extents; it checks only that the
+  // extents do not meet).
+  const auto n = [](int64_t a, int64_t b) {
+    return size_t(std::max<int64_t>(std::max<int64_t>(a, 0) * b, 40 * 24)) + 1;
+  };
   std::vector<float> enc(n(enc_len, enc_dim)), dec(n(dec_dim, 1)), w_enc(n(enc_dim, attn_dim));
   std::vector<float> w_dec(n(dec_dim, attn_dim)), v(n(attn_dim, 1)), keys(n(enc_len, attn_dim));
   std::vector<float> context(n(enc_dim, 1)), weights(n(enc_len, 1));
+  // Special values only where they reach the scores: an infinite value (enc, the weighted
+  // rows) times a weight that underflows to 0 in float but not in double is NaN against inf.
   const bool specials = in.byte() < 32;
-  for (auto* x : {&enc, &dec, &w_enc, &w_dec, &v}) in.fill(*x, 1.0f, specials);
+  in.fill(enc, 1.0f, false);
+  in.fill(w_enc, 1.0f, false);
+  for (auto* x : {&dec, &w_dec, &v}) in.fill(*x, 1.0f, specials);
   tessera_additive_keys(std::max<int64_t>(enc_len, 0), enc_dim, attn_dim, enc.data(), w_enc.data(),
                         keys.data());
   float* ctx = context.data();
@@ -48,9 +57,13 @@ void additive(fz::Bytes& in) {
     return;
   }
   if (enc_len < 0) fz::violated("a negative enc_len was accepted", "");
-  if (ctx == enc.data() && enc_len > 0 && enc_dim > 0)
-    fz::violated("an output over an input was accepted", "");
-  if (wts == v.data() && attn_dim > 0) fz::violated("weights over v was accepted", "");
+  const int64_t out_elems = form == 1 ? enc_len * attn_dim : enc_dim;
+  if (ctx == enc.data() && out_elems > 0 && encp && enc_len * enc_dim > 0)
+    fz::violated("an output over enc was accepted", "");
+  if (ctx == enc.data()) return;
+  if (form != 1 && wts == v.data() && attn_dim > 0 && enc_len > 0)
+    fz::violated("weights over v was accepted", "");
+  if (wts == v.data()) return;
   if (form == 1) {
     tessera::reference::additive_keys(enc_len, enc_dim, attn_dim, enc.data(), w_enc.data(),
                                       ref_keys.data());
@@ -84,7 +97,10 @@ void mha(fz::Bytes& in) {
   std::vector<float> w_q(wq), w_k(wk), w_v(wk), w_o(sane ? size_t(Hq * D * model) : 1);
   std::vector<float> b_q(sane ? size_t(Hq * D) : 1), x(size_t(batch * 6 * model) + 1);
   std::vector<float> out(sane ? size_t(batch * q_len * model) + 1 : 1);
-  for (auto* p : {&w_q, &w_k, &w_v, &w_o, &b_q, &x}) in.fill(*p, 0.5f, in.byte() < 16);
+  // Special values in the query projection only (see additive()): V stays finite.
+  const bool specials = in.byte() < 16;
+  for (auto* p : {&w_k, &w_v, &w_o, &x}) in.fill(*p, 0.5f, false);
+  for (auto* p : {&w_q, &b_q}) in.fill(*p, 0.5f, specials);
   d.w_q = w_q.data(), d.w_k = w_k.data(), d.w_v = w_v.data(), d.w_o = w_o.data();
   d.b_q = in.flag() ? b_q.data() : nullptr;
   const int64_t cap = 12;
@@ -111,6 +127,14 @@ void mha(fz::Bytes& in) {
     }
   }
   const std::vector<float> kc0 = kc, vc0 = vc, out0 = out, x0 = x, wo0 = w_o;
+  if (std::getenv("FUZZ_DEBUG"))
+    std::fprintf(stderr,
+                 "mha batch %lld q %lld kv %lld model %lld heads %lld/%lld D %lld cache %d len "
+                 "%lld causal %d wl %lld ws %zu bq %d\n",
+                 (long long)batch, (long long)d.q_len, (long long)d.kv_len, (long long)model,
+                 (long long)Hq, (long long)Hk, (long long)D, d.k_cache != nullptr,
+                 (long long)d.cache_len, d.causal, (long long)d.window_left, ws_bytes,
+                 d.b_q != nullptr);
   const tessera_status s = tessera_mha_forward(&d, x.data(), x.data(), o, wsp, ws_bytes);
   if (s != TESSERA_OK) {
     if (std::memcmp(kc.data(), kc0.data(), kc.size() * 4) != 0 ||
@@ -122,15 +146,25 @@ void mha(fz::Bytes& in) {
     fz::rejected(s, {});
     return;
   }
-  if (!sane) fz::violated("an overflowing size was accepted", "");
-  if (o != out.data() || (d.k_cache && (d.k_cache == d.v_cache || d.k_cache == x.data())))
-    if (batch > 0 && (q_len > 0 || kv_len > 0))
-      fz::violated("an output over an input was accepted", "");
+  if (!sane) {  // with batch 0 nothing is read: OK is right
+    if (batch > 0) fz::violated("an overflowing size was accepted", "");
+    return;
+  }
+  if (o != out.data() && batch * q_len > 0) fz::violated("out over w_o was accepted", "");
+  if (d.k_cache && d.k_cache == d.v_cache && batch > 0) fz::violated("k_cache == v_cache", "");
+  if (d.k_cache == x.data() && batch > 0 && q_len + kv_len > 0)
+    fz::violated("k_cache over x was accepted", "");
   if (o != out.data() || (d.k_cache && (d.k_cache == d.v_cache || d.k_cache == x.data()))) return;
   std::vector<float> ref(out.size()), rkc = kc0, rvc = vc0;
   tessera_mha_desc rd = d;
   if (rd.k_cache) rd.k_cache = rkc.data(), rd.v_cache = rvc.data();
   tessera::reference::mha_forward(rd, x.data(), x.data(), ref.data());
+  if (std::getenv("FUZZ_DEBUG")) {
+    for (size_t i = 0; i < size_t(batch * q_len * model); ++i)
+      std::fprintf(stderr, "out %g ref %g\n", double(out[i]), double(ref[i]));
+    for (float f : w_q) std::fprintf(stderr, "wq %g\n", double(f));
+    for (float f : b_q) std::fprintf(stderr, "bq %g\n", double(f));
+  }
   fz::expect_close(out.data(), ref.data(), size_t(batch * q_len * model), 1e-4, "mha out");
   if (d.k_cache) {
     fz::expect_close(kc.data(), rkc.data(), kc.size(), 1e-4, "mha k cache");

@@ -16,13 +16,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int64_t need = std::max<int64_t>(cols, 1);
   const int64_t ldx = huge ? int64_t(1) << 40 : ld_sel < 16 ? need - 1 : need + ld_sel % 3;
   const int64_t ldy = huge ? int64_t(1) << 40 : in.byte() < 16 ? need - 1 : need + in.range(0, 2);
-  const float scales[] = {1.0f, 0.5f, -1.0f, 0.0f, 3.0f, -0.25f, 1e-3f,
-                          std::numeric_limits<float>::infinity()};
+  const float scales[] = {1.0f, 0.5f,   -1.0f, 0.0f,
+                          3.0f, -0.25f, 1e-3f, std::numeric_limits<float>::infinity()};
   const float scale = scales[in.range(0, 7)];
   // x and y apart, y == x (in place), or y overlapping x partially.
   const int place = in.byte() < 48 ? in.range(1, 2) : 0;
-  const int64_t x_span = huge || rows == 0 || cols == 0 ? 0 : (rows - 1) * std::max<int64_t>(ldx, 1) + cols;
-  const int64_t y_span = huge || rows == 0 || cols == 0 ? 0 : (rows - 1) * std::max<int64_t>(ldy, 1) + cols;
+  const int64_t x_span =
+      huge || rows == 0 || cols == 0 ? 0 : (rows - 1) * std::max<int64_t>(ldx, 1) + cols;
+  const int64_t y_span =
+      huge || rows == 0 || cols == 0 ? 0 : (rows - 1) * std::max<int64_t>(ldy, 1) + cols;
   std::vector<float> arena(size_t(x_span + y_span + rows * !huge + 16));
   in.fill(arena, 50.0f, true);
   float* x = arena.data();
