@@ -4,6 +4,9 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_reduce.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <string>
 
 #include "harness.hpp"
@@ -110,6 +113,52 @@ void register_problem(const Problem& p, int threads) {
       ->Unit(benchmark::kMicrosecond);
 }
 
+// One +inf bias column against the same call without it (L = 512, d = 64, one head, 1 thread),
+// alternated in ~10 ms slices in one process: `ratio` is the median over 15 pairs of the +inf
+// call's time over the plain call's. Such rows used to go to the reference at run time.
+void register_plus_inf_pair() {
+  benchmark::RegisterBenchmark(
+      "attention/plus-inf-bias-pair/L:512/d:64/threads:1",
+      [](benchmark::State& state) {
+        const Problem p{"self", 1, 1, 512, 512, 64, false};
+        Tensors t(p);
+        std::vector<float> zero(512, 0.0f), inf(512, 0.0f);
+        inf[100] = INFINITY;
+        t.desc.bias_stride[0] = t.desc.bias_stride[1] = t.desc.bias_stride[2] = 0;
+        t.desc.bias_stride[3] = 1;  // one row of bias for every query
+        auto slice = [&](const std::vector<float>& bias) {
+          t.desc.bias = bias.data();
+          const auto start = std::chrono::steady_clock::now();
+          int calls = 0;
+          do {
+            tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data());
+            ++calls;
+          } while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(10));
+          return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                 calls;
+        };
+        std::vector<double> ratios, plain, with_inf;
+        run_in_arena(state, 1, [&] {
+          ratios.clear();
+          for (int pair = 0; pair < 15; ++pair) {
+            plain.push_back(slice(zero));
+            with_inf.push_back(slice(inf));
+            ratios.push_back(with_inf.back() / plain.back());
+          }
+        });
+        auto median = [](std::vector<double> v) {
+          std::sort(v.begin(), v.end());
+          return v[v.size() / 2];
+        };
+        state.counters["ratio"] = median(ratios);
+        state.counters["plain_us"] = median(plain) * 1e6;
+        state.counters["inf_us"] = median(with_inf) * 1e6;
+      })
+      ->Iterations(1)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
 }  // namespace
 
 // The read ceiling the decode rows are measured against: one pass over as many bytes as K and V
@@ -141,6 +190,7 @@ void register_read_ceiling(int threads) {
 }
 
 void register_attention() {
+  register_plus_inf_pair();
   for (int t : thread_counts()) register_read_ceiling(t);
   for (const Problem& p : problems())
     for (int t : thread_counts()) register_problem(p, t);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package Tessera needs; idempotent, safe to re-run.
 #   scripts/install-deps.sh [--native] [--cross] [--peers]   (no flag: native + cross)
-# --native: compilers, cmake, xsimd, oneTBB, GoogleTest, Google Benchmark
+# --native: compilers (clang with libFuzzer too), cmake, xsimd, oneTBB, GoogleTest, Google Benchmark
 # --cross : aarch64 / armhf cross compilers, qemu-user, and the arm64/armhf builds of the libraries
 # --peers : OpenBLAS, BLIS and oneDNN, measured by the benchmarks when present
 set -euo pipefail
@@ -22,7 +22,7 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 
 native_pkgs=(build-essential cmake ninja-build pkg-config libxsimd-dev libtbb-dev libgtest-dev
-             libbenchmark-dev clang-format clang-tidy cppcheck git)
+             libbenchmark-dev clang-format clang-tidy cppcheck git clang libclang-rt-14-dev)
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
             libtbb-dev:arm64 libgtest-dev:arm64 libbenchmark-dev:arm64
             libtbb-dev:armhf libgtest-dev:armhf libbenchmark-dev:armhf)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, checks the tree (clang-format, cppcheck, clang-tidy: scripts/lint.sh),
-# then builds and runs every test: native x86-64 (Release, then ASan+UBSan, then -fno-exceptions
-# as a shared library), then AArch64 and ARMv7 under qemu-user. Each stage prints ctest's summary
-# line. Usage: scripts/test.sh [preset ...]
+# then builds and runs every test: native x86-64 (Release, ASan+UBSan, -fno-exceptions as a
+# shared library, ThreadSanitizer, the libFuzzer harnesses for a bounded time), then AArch64 and
+# ARMv7 under qemu-user. Each stage prints ctest's summary line. Usage: scripts/test.sh [preset ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,12 +11,23 @@ bash scripts/install-deps.sh --native --cross
 bash scripts/lint.sh
 
 presets=("$@")
-[ ${#presets[@]} -gt 0 ] || presets=(release asan noexcept aarch64 armv7)
+[ ${#presets[@]} -gt 0 ] || presets=(release asan noexcept tsan fuzz aarch64 armv7)
 for p in "${presets[@]}"; do
   echo "=== tests: $p ==="
+  start=$(date +%s)
   cmake --preset "$p" >/dev/null
   cmake --build --preset "$p"
-  ctest --preset "$p"
+  case "$p" in
+    # TBB is not built with ThreadSanitizer: tests/tsan.supp names the reports that are TBB's
+    # own, each with its reason. Every test runs, the 8-thread stress test among them.
+    tsan) TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+            ctest --preset "$p" ;;
+    fuzz) ctest --preset "$p"
+          for h in build/fuzz/fuzz-corpus/*; do
+            echo "fuzz: $(basename "$h"): $(ls "$h" | wc -l) new inputs kept in $h"
+          done ;;
+    *) ctest --preset "$p" ;;
+  esac
   # The NEON micro-kernels' k loops, read from the disassembly: no vector register spilled in
   # a packed or wide kernel (scripts/check_neon_loops.sh).
   case "$p" in
@@ -25,5 +36,6 @@ for p in "${presets[@]}"; do
     armv7) bash scripts/check_neon_loops.sh arm-linux-gnueabihf-objdump \
       build/armv7/CMakeFiles/tessera_objects.dir/arch/arm/neon32.cpp.o --quiet ;;
   esac
+  echo "=== $p: $(( $(date +%s) - start )) s ==="
 done
 echo "=== all test stages passed: ${presets[*]} ==="

@@ -2,10 +2,30 @@
  *
  * The C API. Conventions shared by every function:
  *  - every matrix is row-major float32; leading dimensions and strides are in elements;
- *  - sizes are int64_t; a size of 0 is valid and does nothing (outputs of size 0 are not touched);
  *  - every function returns a tessera_status; on anything but TESSERA_OK no output has been
- *    written and tessera_last_error() names the offending argument;
- *  - results are bitwise identical for any thread count. */
+ *    written and tessera_last_error() starts with the name of the offending argument;
+ *  - results are bitwise identical for any thread count.
+ *
+ * What is checked, and what is trusted:
+ *  - Checked: every size, stride, flag and enum value; that each pointer a call reads or writes
+ *    through is non-NULL; that every size product (a tensor's extent, a workspace) is computed
+ *    without overflow and addresses no more than PTRDIFF_MAX bytes; that no output shares memory
+ *    with an input or another output (below). A failure is TESSERA_INVALID_ARGUMENT.
+ *  - Trusted: that each pointer addresses at least the elements its sizes and strides describe.
+ *    Tessera cannot see an array's length; a shorter array is the caller's bug.
+ * Aliasing: an output may not overlap any input or other output (the extents compared are the
+ * byte ranges the sizes and strides span), with one exception: softmax and log-softmax run in
+ * place when y == x and ldy == ldx exactly. Inputs may share memory with each other (x_kv ==
+ * x_q in tessera_mha_forward, a shared B across a batch).
+ * Zero sizes: a size of 0 is valid unless a function says otherwise; an output with no
+ * elements is not touched, and a reduction over an empty range gives its empty value (C =
+ * beta C for k = 0, lse = -inf and zeros for a query that sees no key, a zero context for
+ * enc_len = 0). head_dim and value_dim must be > 0 (the default scale is 1/sqrt(head_dim)),
+ * as must the MHA layer's feature and head sizes.
+ * Memory: a call's scratch comes from its calling thread's buffers, which grow to the largest
+ * call made and are then reused (the steady state allocates nothing), taken before any output
+ * is written; if they cannot grow, the call returns TESSERA_OUT_OF_MEMORY with no output
+ * written. */
 #ifndef TESSERA_TESSERA_H
 #define TESSERA_TESSERA_H
 
@@ -67,8 +87,8 @@ TESSERA_API const char* tessera_isa_name(void);
 TESSERA_API tessera_status tessera_set_isa(const char* name);
 /* 1 if the named kernel table can run here. */
 TESSERA_API int tessera_isa_supported(const char* name);
-/* Caps the number of TBB worker threads for the whole process; n <= 0 restores the default.
- * Applications that manage TBB themselves should use a tbb::task_arena instead. */
+/* Runs every later call in a task arena of n threads of Tessera's own; n <= 0 returns to running
+ * in the caller's current arena (the default). The application's own TBB work is not capped. */
 TESSERA_API tessera_status tessera_set_num_threads(int n);
 
 /* ---- GEMM ----------------------------------------------------------------------------------- */
