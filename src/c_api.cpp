@@ -48,6 +48,8 @@ const char* tessera_last_error(void) { return tessera::last_error(); }
 const char* tessera_isa_name(void) { return tessera::isa_name(); }
 tessera_status tessera_set_isa(const char* name) { return to_c(tessera::set_isa(name)); }
 int tessera_isa_supported(const char* name) { return tessera::isa_supported(name) ? 1 : 0; }
+size_t tessera_scratch_bytes(void) { return tessera::scratch_bytes(); }
+tessera_status tessera_release_scratch(void) { return to_c(tessera::release_scratch()); }
 tessera_status tessera_set_num_threads(int n) {
   return guarded([&] { return tessera::set_num_threads(n); });
 }

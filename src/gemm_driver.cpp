@@ -5,9 +5,6 @@
 #include <tbb/parallel_for.h>
 
 #include <tbb/task_arena.h>
-#include <array>
-#include <deque>
-#include <thread>
 
 #include <algorithm>
 #include <atomic>
@@ -583,52 +580,6 @@ const GemmKernels& blocked_kernels(const GemmKernels& kt, int64_t k, int64_t n) 
   const int64_t deep_nr = kt.deep->nr;
   return n >= 4 * deep_nr || n % deep_nr == 0 ? *kt.deep : kt;
 }
-
-namespace {
-
-struct ThreadScratch {
-  int depth = 0;
-  // One set of slots per call depth, made when first reached (a deque never moves them).
-  std::deque<std::array<Scratch, static_cast<size_t>(ScratchSlot::count)>> levels;
-};
-thread_local ThreadScratch t_scratch;
-
-}  // namespace
-
-Scratch& thread_scratch(ScratchSlot slot) {
-  ThreadScratch& t = t_scratch;
-  while (int(t.levels.size()) <= t.depth) t.levels.emplace_back();
-  return t.levels[size_t(t.depth)][static_cast<size_t>(slot)];
-}
-
-bool Slices::reserve(Scratch& s, size_t floats, int count) {
-  count_ = std::min(count, kMaxSlices);
-  per_ = (floats + 15) / 16 * 16;  // each slice 64-byte aligned
-  base_ =
-      per_ <= SIZE_MAX / sizeof(float) / size_t(count_) ? s.floats(per_ * size_t(count_)) : nullptr;
-  return base_ != nullptr;
-}
-
-float* Slices::claim() {
-  for (;;) {  // at most one pass while slices >= running tasks; else wait for one to end
-    for (int i = 0; i < count_; ++i) {
-      std::atomic<uint64_t>& word = busy_[i / 64];
-      const uint64_t bit = uint64_t(1) << (i % 64);
-      if (!(word.fetch_or(bit, std::memory_order_acquire) & bit)) return base_ + size_t(i) * per_;
-    }
-    std::this_thread::yield();
-  }
-}
-
-void Slices::release(const float* slice) {
-  const auto i = size_t(slice - base_) / per_;
-  busy_[i / 64].fetch_and(~(uint64_t(1) << (i % 64)), std::memory_order_release);
-}
-
-int slices_for_arena() { return tbb::this_task_arena::max_concurrency() + 1; }
-
-CallDepth::CallDepth() { ++t_scratch.depth; }
-CallDepth::~CallDepth() { --t_scratch.depth; }
 
 void gemm_wide_rows(const GemmKernels& kt, int64_t r, int64_t k, const float* a, int64_t a_rs,
                     int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,

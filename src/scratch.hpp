@@ -7,10 +7,6 @@
 #include <cstdint>
 #include <cstdlib>
 
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
-
 namespace tessera::detail {
 
 class Scratch {
@@ -18,30 +14,14 @@ class Scratch {
   Scratch() = default;
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() { std::free(data_); }
+  ~Scratch() { release(); }
 
   // At least `floats` floats, 64-byte aligned; nullptr if the allocation fails.
-  float* floats(size_t floats) {
-    if (floats > capacity_) {
-      // Buffers of 2 MB and more (a packed B block) are 2 MB aligned and asked for as huge
-      // pages: packing scatters each source row over every panel of the block, one 4 KB page
-      // per panel, and under virtualisation each TLB miss is a two-level page walk.
-      const size_t align = floats * sizeof(float) >= kHugePage ? kHugePage : 64;
-      const size_t bytes = (floats * sizeof(float) + align - 1) / align * align;
-      void* p = std::aligned_alloc(align, bytes);
-      if (!p) return nullptr;
-#ifdef MADV_HUGEPAGE
-      if (align == kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: may be refused
-#endif
-      std::free(data_);
-      data_ = static_cast<float*>(p);
-      capacity_ = bytes / sizeof(float);
-    }
-    return data_;
-  }
+  float* floats(size_t floats) { return floats <= capacity_ ? data_ : grow(floats); }
+  void release();
 
  private:
-  static constexpr size_t kHugePage = size_t(2) << 20;
+  float* grow(size_t floats);
   float* data_ = nullptr;
   size_t capacity_ = 0;
 };
@@ -98,13 +78,18 @@ class Slices {
 // it can run at once, and one more.
 int slices_for_arena();
 
+// Bytes of scratch held over all threads, and freeing all of it (tessera_release_scratch):
+// release waits for the calls in flight, and calls wait while it runs.
+size_t scratch_bytes();
+void release_all_scratch();
+
 // Marks a public call running on this thread for its lifetime. A thread that waits inside a
 // parallel region can run another call's work in the meantime (an arena that is full runs a
 // caller's task_arena::execute on one of its threads), and that call must not take the scratch
 // the first one still holds: each call depth has its own.
 class CallDepth {
  public:
-  CallDepth();
+  CallDepth();  // at depth 0, also holds release_all_scratch off until the call ends
   ~CallDepth();
   CallDepth(const CallDepth&) = delete;
   CallDepth& operator=(const CallDepth&) = delete;

@@ -34,6 +34,13 @@ tbb::task_arena* tessera_arena() { return g_arena.load(std::memory_order_acquire
 
 }  // namespace detail
 
+size_t scratch_bytes() { return detail::scratch_bytes(); }
+
+Status release_scratch() {
+  detail::release_all_scratch();
+  return Status::ok;
+}
+
 Status set_num_threads(int n) {
   detail::g_arena.store(n > 0 ? detail::arena_for(n) : nullptr, std::memory_order_release);
   return Status::ok;

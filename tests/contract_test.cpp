@@ -187,6 +187,23 @@ TEST(Contract, PackedBufferSizedForAnotherTable) {
   tessera_set_isa(previous.c_str());
 }
 
+// Scratch is reported and released: the per-thread GEMM buffers (up to 8 MB a thread) were
+// neither. Calls work again after a release, growing it anew.
+TEST(Contract, ScratchIsReportedAndReleased) {
+  std::vector<float> a = tt::random_vec(512 * 512, 1), c(512 * 512);
+  ASSERT_EQ(tessera_sgemm(N, N, 512, 512, 512, 1, a.data(), 512, a.data(), 512, 0, c.data(), 512),
+            TESSERA_OK);
+  EXPECT_GT(tessera_scratch_bytes(), size_t(0));
+  ASSERT_EQ(tessera_release_scratch(), TESSERA_OK);
+  EXPECT_EQ(tessera_scratch_bytes(), size_t(0));
+  std::vector<float> again(c.size());
+  ASSERT_EQ(
+      tessera_sgemm(N, N, 512, 512, 512, 1, a.data(), 512, a.data(), 512, 0, again.data(), 512),
+      TESSERA_OK);
+  EXPECT_EQ(std::memcmp(c.data(), again.data(), c.size() * 4), 0);
+  EXPECT_GT(tessera_scratch_bytes(), size_t(0));
+}
+
 // tessera_set_num_threads caps Tessera's calls, not the host's TBB work.
 TEST(Contract, ThreadCapStaysInsideTessera) {
   using tbb::global_control;

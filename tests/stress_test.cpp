@@ -1,5 +1,6 @@
 // Eight application threads call every operation at once, checking each result against the
-// reference, while another thread switches the kernel table and the thread cap. Run under
+// reference, while another thread switches the kernel table and the thread cap and now and
+// then releases all scratch. Run under
 // ThreadSanitizer by scripts/test.sh (the tsan stage); elsewhere it checks the results alone.
 #include <atomic>
 #include <string>
@@ -82,7 +83,8 @@ TEST(Stress, EightThreadsWhileTablesAndThreadCapsChange) {
   std::thread switcher([&] {
     for (int i = 0; !stop; ++i) {
       tessera_set_isa(isas[size_t(i) % isas.size()].c_str());
-      tessera_set_num_threads(i % 3);  // 0 (the caller's arena), 1, 2
+      tessera_set_num_threads(i % 3);              // 0 (the caller's arena), 1, 2
+      if (i % 50 == 0) tessera_release_scratch();  // waits for the calls in flight
       std::this_thread::yield();
     }
   });

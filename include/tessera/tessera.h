@@ -91,6 +91,12 @@ TESSERA_API int tessera_isa_supported(const char* name);
  * in the caller's current arena (the default). The application's own TBB work is not capped. */
 TESSERA_API tessera_status tessera_set_num_threads(int n);
 
+/* Bytes of scratch Tessera holds over all threads: each call's buffers grow to the largest need
+ * and are kept for the next call (see "Memory" above). */
+TESSERA_API size_t tessera_scratch_bytes(void);
+/* Frees all of it. Calls in flight finish first, and calls made meanwhile wait. */
+TESSERA_API tessera_status tessera_release_scratch(void);
+
 /* ---- GEMM ----------------------------------------------------------------------------------- */
 
 /* C = alpha * op(A) * op(B) + beta * C, op(A) m x k, op(B) k x n, C m x n.

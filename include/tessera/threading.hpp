@@ -12,5 +12,7 @@ TESSERA_API const char* isa_name();
 TESSERA_API Status set_isa(const char* name);
 TESSERA_API bool isa_supported(const char* name);
 TESSERA_API Status set_num_threads(int n);
+TESSERA_API size_t scratch_bytes();
+TESSERA_API Status release_scratch();
 
 }  // namespace tessera
