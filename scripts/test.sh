@@ -20,7 +20,7 @@ for p in "${presets[@]}"; do
   case "$p" in
     # TBB is not built with ThreadSanitizer: tests/tsan.supp names the reports that are TBB's
     # own, each with its reason. Every test runs, the 8-thread stress test among them.
-    tsan) TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+    tsan) TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 history_size=7" \
             ctest --preset "$p" ;;
     fuzz) ctest --preset "$p"
           for h in build/fuzz/fuzz-corpus/*; do

@@ -44,6 +44,7 @@
 #include "error.hpp"
 #include "scratch.hpp"
 #include "tessera/softmax.hpp"
+#include "tsan.hpp"
 
 namespace tessera::detail {
 namespace {
@@ -89,25 +90,29 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
   Slices pool;
   if (!reserve_states(pool, state_floats(d, kt, g.group * bq))) return no_state();
+  ForkJoin fj;
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, tasks, 1),
-        [&](const tbb::blocked_range<int64_t>& r) {
-          for (int64_t t = r.begin(); t < r.end(); ++t) {
-            // Latest query blocks first: under causal masks they are the longest tasks.
-            const int64_t qb = q_blocks - 1 - t % q_blocks;
-            const int64_t hk = (t / q_blocks) % d.kv_heads, b = t / (q_blocks * d.kv_heads);
-            const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
-            const Slices::Lease slice(pool);
-            TileState st;
-            carve_state(slice.get(), d, kt, g.group * n, false, st);
-            stage_queries(d, g, kt.gemm, q, b, hk, i0, n, st);
-            key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
-            finish_rows(g, kt.softmax, b, hk, i0, n, st, o);
-          }
-        },
-        tbb::simple_partitioner());
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks, 1),
+                      task_body(fj,
+                                [&](const tbb::blocked_range<int64_t>& r) {
+                                  for (int64_t t = r.begin(); t < r.end(); ++t) {
+                                    // Latest query blocks first: under causal masks they are the
+                                    // longest tasks.
+                                    const int64_t qb = q_blocks - 1 - t % q_blocks;
+                                    const int64_t hk = (t / q_blocks) % d.kv_heads,
+                                                  b = t / (q_blocks * d.kv_heads);
+                                    const int64_t i0 = qb * bq, n = std::min(bq, d.q_len - i0);
+                                    const Slices::Lease slice(pool);
+                                    TileState st;
+                                    carve_state(slice.get(), d, kt, g.group * n, false, st);
+                                    stage_queries(d, g, kt.gemm, q, b, hk, i0, n, st);
+                                    key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
+                                    finish_rows(g, kt.softmax, b, hk, i0, n, st, o);
+                                  }
+                                }),
+                      tbb::simple_partitioner());
   });
+  fj.join();
   return Status::ok;
 }
 
@@ -130,57 +135,66 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
   Slices pool;
   if (!reserve_states(pool, std::max(state_floats(d, kt, rows), size_t(rows * (Dv + 2)))))
     return no_state();
+  ForkJoin fj;
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, units * chunks, 1),
-        [&](const tbb::blocked_range<int64_t>& r) {
-          for (int64_t t = r.begin(); t < r.end(); ++t) {
-            const int64_t unit = t / chunks, c = t % chunks;
-            const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
-            const Slices::Lease slice(pool);
-            TileState st;
-            carve_state(slice.get(), d, kt, rows, true, st);
-            stage_queries(d, g, kt.gemm, q, b, hk, 0, d.q_len, st);
-            key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
-                     std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
-            float* out = partial + t * stride;
-            for (int64_t i = 0; i < rows; ++i) {
-              out[i * (2 + Dv)] = st.m[i];
-              out[i * (2 + Dv) + 1] = st.l[i];
-              std::memcpy(out + i * (2 + Dv) + 2, st.o + i * Dv, sizeof(float) * size_t(Dv));
-            }
-          }
-        },
-        tbb::simple_partitioner());
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, units * chunks, 1),
+                      task_body(fj,
+                                [&](const tbb::blocked_range<int64_t>& r) {
+                                  for (int64_t t = r.begin(); t < r.end(); ++t) {
+                                    const int64_t unit = t / chunks, c = t % chunks;
+                                    const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
+                                    const Slices::Lease slice(pool);
+                                    TileState st;
+                                    carve_state(slice.get(), d, kt, rows, true, st);
+                                    stage_queries(d, g, kt.gemm, q, b, hk, 0, d.q_len, st);
+                                    key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
+                                             std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
+                                    float* out = partial + t * stride;
+                                    for (int64_t i = 0; i < rows; ++i) {
+                                      out[i * (2 + Dv)] = st.m[i];
+                                      out[i * (2 + Dv) + 1] = st.l[i];
+                                      std::memcpy(out + i * (2 + Dv) + 2, st.o + i * Dv,
+                                                  sizeof(float) * size_t(Dv));
+                                    }
+                                  }
+                                }),
+                      tbb::simple_partitioner());
   });
   // Merge the chunks of each unit in chunk order. Isolated like the first pass: the calling
   // thread holds the partials in its scratch and must not pick up an unrelated call meanwhile.
+  fj.join();
+  ForkJoin merge;
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(int64_t(0), units, [&](int64_t unit) {
-      const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
-      // O accumulators, then m and l of every row.
-      const Slices::Lease slice(pool);
-      float* acc = slice.get();
-      TileState st;
-      st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows;
-      for (int64_t c = 0; c < chunks; ++c) {
-        const float* part = partial + (unit * chunks + c) * stride;
-        for (int64_t i = 0; i < rows; ++i) {
-          const float* pi = part + i * (2 + Dv);
-          const OnlineSoftmaxState s{pi[0], pi[1]};
-          if (c == 0) {
-            st.m[i] = s.max, st.l[i] = s.sum;
-            std::memcpy(st.o + i * Dv, pi + 2, sizeof(float) * size_t(Dv));
-            continue;
-          }
-          OnlineSoftmaxState merged{st.m[i], st.l[i]};
-          merge_partial_output(merged, st.o + i * Dv, s, pi + 2, Dv);
-          st.m[i] = merged.max, st.l[i] = merged.sum;
-        }
-      }
-      finish_rows(g, kt.softmax, b, hk, 0, d.q_len, st, o);
-    });
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, units),
+                      task_body(merge, [&](const tbb::blocked_range<int64_t>& units_of_task) {
+                        for (int64_t unit = units_of_task.begin(); unit < units_of_task.end();
+                             ++unit) {
+                          const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
+                          // O accumulators, then m and l of every row.
+                          const Slices::Lease slice(pool);
+                          float* acc = slice.get();
+                          TileState st;
+                          st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows;
+                          for (int64_t c = 0; c < chunks; ++c) {
+                            const float* part = partial + (unit * chunks + c) * stride;
+                            for (int64_t i = 0; i < rows; ++i) {
+                              const float* pi = part + i * (2 + Dv);
+                              const OnlineSoftmaxState s{pi[0], pi[1]};
+                              if (c == 0) {
+                                st.m[i] = s.max, st.l[i] = s.sum;
+                                std::memcpy(st.o + i * Dv, pi + 2, sizeof(float) * size_t(Dv));
+                                continue;
+                              }
+                              OnlineSoftmaxState merged{st.m[i], st.l[i]};
+                              merge_partial_output(merged, st.o + i * Dv, s, pi + 2, Dv);
+                              st.m[i] = merged.max, st.l[i] = merged.sum;
+                            }
+                          }
+                          finish_rows(g, kt.softmax, b, hk, 0, d.q_len, st, o);
+                        }
+                      }));
   });
+  merge.join();
   return Status::ok;
 }
 

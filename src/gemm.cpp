@@ -15,6 +15,7 @@
 #include "dispatch.hpp"
 #include "gemm_check.hpp"
 #include "gemm_driver.hpp"
+#include "tsan.hpp"
 
 namespace tessera {
 namespace {
@@ -150,18 +151,22 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
         4.0 * (double(m) * double(k) + double(k) * double(n)) <= kPrefetchNextItemBytes;
     const bool b_rows = tb == Transpose::no_trans;
     detail::TaskStatus status;
+    detail::ForkJoin fj;
     tbb::this_task_arena::isolate([&] {
       tbb::parallel_for(
           tbb::blocked_range<int64_t>(0, batch),
-          [&](const tbb::blocked_range<int64_t>& r) {
-            for (int64_t i = r.begin(); i < r.end(); ++i) {
-              if (prefetch_next && i + 1 < r.end())
-                prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n, b_rows ? n : k, ldb);
-              status.record(detail::gemm_run(kt, item(i), /*parallel=*/false));
-            }
-          },
+          detail::task_body(fj,
+                            [&](const tbb::blocked_range<int64_t>& r) {
+                              for (int64_t i = r.begin(); i < r.end(); ++i) {
+                                if (prefetch_next && i + 1 < r.end())
+                                  prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n,
+                                                 b_rows ? n : k, ldb);
+                                status.record(detail::gemm_run(kt, item(i), /*parallel=*/false));
+                              }
+                            }),
           tbb::static_partitioner());
     });
+    fj.join();
     return status.result();
   });
 }

@@ -1,5 +1,7 @@
 #include "gemm_driver.hpp"
 
+#include "tsan.hpp"
+
 #include <tbb/blocked_range.h>
 #include <tbb/blocked_range2d.h>
 #include <tbb/parallel_for.h>
@@ -36,14 +38,17 @@ void for_grid(int64_t mi, int64_t nj, bool parallel, F&& body) {
   const int64_t grain_j = ceil_div(nj, n_chunks);
   // Isolated: while this thread waits it runs only these tasks, never an unrelated Tessera
   // call from the same arena that would reuse the scratch buffers this call is holding.
+  ForkJoin fj;
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(
-        tbb::blocked_range2d<int64_t>(0, mi, 1, 0, nj, grain_j),
-        [&](const tbb::blocked_range2d<int64_t>& r) {
-          body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
-        },
-        tbb::simple_partitioner());
+    tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, mi, 1, 0, nj, grain_j),
+                      task_body(fj,
+                                [&](const tbb::blocked_range2d<int64_t>& r) {
+                                  body(r.rows().begin(), r.rows().end(), r.cols().begin(),
+                                       r.cols().end());
+                                }),
+                      tbb::simple_partitioner());
   });
+  fj.join();
 }
 
 // C = beta C (alpha = 0 or k = 0: A and B are not read; beta = 0 writes zeros, reads nothing).
@@ -64,15 +69,18 @@ void scale_c(const GemmProblem& p, bool parallel) {
 template <class F>
 void static_slices(int64_t total, int64_t slices, F&& body) {
   // Isolated, as for_grid: a waiting thread runs only these tasks.
+  ForkJoin fj;
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, slices, 1),
-        [&](const tbb::blocked_range<int64_t>& r) {
-          for (int64_t t = r.begin(); t < r.end(); ++t)
-            body(t * total / slices, (t + 1) * total / slices, t == slices - 1);
-        },
-        tbb::static_partitioner());
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, slices, 1),
+                      task_body(fj,
+                                [&](const tbb::blocked_range<int64_t>& r) {
+                                  for (int64_t t = r.begin(); t < r.end(); ++t)
+                                    body(t * total / slices, (t + 1) * total / slices,
+                                         t == slices - 1);
+                                }),
+                      tbb::static_partitioner());
   });
+  fj.join();
 }
 
 // static_slices with one slice per thread (at most one per unit of work), or the whole range on

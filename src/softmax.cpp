@@ -4,6 +4,7 @@
 #include "tessera/softmax.hpp"
 #include "threading.hpp"
 
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -14,6 +15,7 @@
 #include "check.hpp"
 #include "dispatch.hpp"
 #include "scratch.hpp"
+#include "tsan.hpp"
 
 namespace tessera {
 namespace {
@@ -153,9 +155,14 @@ float chunked_row(const SoftmaxKernels& k, Op op, int64_t cols, const float* x, 
   const int64_t chunks = (cols + kChunk - 1) / kChunk;
   auto each_chunk = [&](auto&& f) {
     auto body = [&](int64_t c) { f(c * kChunk, std::min(kChunk, cols - c * kChunk), c); };
-    if (parallel)
-      tbb::parallel_for(int64_t(0), chunks, body);
-    else
+    if (parallel) {
+      detail::ForkJoin fj;
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, chunks),
+                        detail::task_body(fj, [&](const tbb::blocked_range<int64_t>& r) {
+                          for (int64_t c = r.begin(); c < r.end(); ++c) body(c);
+                        }));
+      fj.join();
+    } else
       for (int64_t c = 0; c < chunks; ++c) body(c);
   };
   each_chunk([&](int64_t j, int64_t len, int64_t c) {
@@ -268,11 +275,14 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
     rows_of_task(0, rows);
     return Status::ok;
   }
+  detail::ForkJoin fj;
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, rows, grain),
-        [&](const tbb::blocked_range<int64_t>& r) { rows_of_task(r.begin(), r.end()); });
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, grain),
+                      detail::task_body(fj, [&](const tbb::blocked_range<int64_t>& r) {
+                        rows_of_task(r.begin(), r.end());
+                      }));
   });
+  fj.join();
   return Status::ok;
 }
 

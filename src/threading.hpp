@@ -6,6 +6,7 @@
 
 #include "scratch.hpp"
 #include "tessera/common.hpp"
+#include "tsan.hpp"
 
 namespace tessera::detail {
 
@@ -20,10 +21,12 @@ Status in_arena(F&& f) {
     return f();
   }
   Status s = Status::ok;
-  arena->execute([&] {
+  ForkJoin fj;  // execute may run f on a thread of the arena
+  arena->execute(task_body(fj, [&] {
     const CallDepth call;  // on the thread that runs it
     s = f();
-  });
+  }));
+  fj.join();
   return s;
 }
 

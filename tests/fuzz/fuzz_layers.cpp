@@ -172,11 +172,30 @@ void mha(fz::Bytes& in) {
   }
 }
 
+// The introspection calls with any name and any status value; the table always ends as it was.
+void introspection(fz::Bytes& in) {
+  char name[24] = {};
+  for (size_t i = 0; i + 1 < sizeof name; ++i) name[i] = char(in.byte());
+  const bool can = tessera_isa_supported(name) != 0;
+  char before[32];
+  std::snprintf(before, sizeof before, "%s", tessera_isa_name());
+  const bool pass = in.flag();
+  const tessera_status s = tessera_set_isa(pass ? name : nullptr);
+  if ((s == TESSERA_OK) != (pass && can)) fz::violated("set_isa and isa_supported disagree", name);
+  if (s != TESSERA_OK && tessera_last_error()[0] == '\0') fz::violated("no message", name);
+  tessera_set_isa(before);
+  if (tessera_status_string(tessera_status(int32_t(in.u32()))) == nullptr)
+    fz::violated("status_string returned NULL", "");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fz::Bytes in(data, size);
-  if (in.flag())
+  const uint8_t which = in.byte();
+  if (which < 16)
+    introspection(in);
+  else if (which & 1)
     additive(in);
   else
     mha(in);
