@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,8 +28,15 @@ std::atomic<long> g_count{0};
 std::atomic<bool> g_counting{false};
 // While set, aligned allocations (Tessera's scratch) fail; TBB's own small ones still succeed.
 std::atomic<bool> g_fail_aligned{false};
+// While set, only threads other than this one fail (the workers of a parallel call).
+std::atomic<bool> g_fail_workers_only{false};
+std::thread::id g_caller;
 
-bool refuse_aligned() { return g_fail_aligned.load(std::memory_order_relaxed); }
+bool refuse_aligned() {
+  if (!g_fail_aligned.load(std::memory_order_relaxed)) return false;
+  return !g_fail_workers_only.load(std::memory_order_relaxed) ||
+         std::this_thread::get_id() != g_caller;
+}
 void note() {
   if (g_counting.load(std::memory_order_relaxed)) g_count.fetch_add(1, std::memory_order_relaxed);
 }
@@ -141,6 +149,33 @@ TEST(Allocation, FailureLeavesOutputsUntouched) {
     for (float f : out) ASSERT_EQ(f, 42.0f) << "attention wrote O before failing";
     for (float f : lse) ASSERT_EQ(f, 42.0f) << "attention wrote lse before failing";
     for (float f : y) ASSERT_EQ(f, 42.0f) << "softmax wrote y before failing";
+  }).join();
+}
+
+// A batched product whose items fail on the worker threads only: the message reaches the
+// calling thread (it was left on the worker's, and the caller's own items succeeded). Products
+// of 64 x 64 x 65536 with B^T pack a 4 MB panel of B per item, more than any thread holds
+// after the tests above.
+TEST(Allocation, BatchedWorkerFailureReportsOnTheCaller) {
+  const int64_t k = 65536;
+  std::vector<float> a = tt::random_vec(size_t(4 * 64 * k), 1),
+                     b = tt::random_vec(size_t(64 * k), 2);
+  std::vector<float> c(4 * 64 * 64);
+  std::thread([&] {
+    tbb::task_arena two(2);
+    two.execute([&] {
+      g_caller = std::this_thread::get_id();
+      g_fail_workers_only = true;
+      g_fail_aligned = true;
+      const tessera_status s =
+          tessera_sgemm_strided_batched(TESSERA_NO_TRANS, TESSERA_TRANS, 64, 64, k, 1, a.data(), k,
+                                        64 * k, b.data(), k, 0, 0, c.data(), 64, 64 * 64, 4);
+      g_fail_aligned = false;
+      g_fail_workers_only = false;
+      if (s == TESSERA_OK) GTEST_SKIP() << "no worker thread took an item";
+      EXPECT_EQ(s, TESSERA_OUT_OF_MEMORY);
+      EXPECT_NE(std::string(tessera_last_error()), "") << "the message stayed on a worker";
+    });
   }).join();
 }
 
