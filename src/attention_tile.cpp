@@ -115,8 +115,10 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   // follows the thread count; the vector sums' order depends on a tile's length). Tiles outside
   // [lo, hi) are invisible to every row of the block and skipped.
   const int64_t lo = kb + (std::max(kb, std::min(lo_first, lo_last)) - kb) / kBK * kBK;
-  const int64_t hi = std::min(ke, std::max(hi_first, hi_last));
   const int64_t end = std::min(ke, valid);
+  // A window can start past the valid keys (visible_range then gives an empty [lo, lo)): no
+  // tile past `end` is visited, where it once made an empty tile and a division by zero.
+  const int64_t hi = std::min(end, std::max(hi_first, hi_last));
   if (hi <= lo) return;  // no key visible to any row (k and v may be NULL when kv_len = 0)
   const float* kbase = k + b * d.k_stride[0] + hk * d.k_stride[1];
   const float* vbase = v + b * d.v_stride[0] + hk * d.v_stride[1];

@@ -18,9 +18,10 @@ bool partially_overlaps(const float* p, int64_t lp, const float* q, int64_t lq, 
 Status tensor_span(const char* name, const int64_t* strides, const int64_t* extents, int count,
                    size_t elem_bytes, int64_t& span) {
   span = 0;
-  int64_t last = 0;  // offset of the last element
+  for (int i = 0; i < count; ++i)
+    if (extents[i] == 0) return Status::ok;  // empty, whatever its strides
+  int64_t last = 0;                          // offset of the last element
   for (int i = 0; i < count; ++i) {
-    if (extents[i] == 0) return Status::ok;
     int64_t step;
     if (!mul_ok(extents[i] - 1, strides[i], step) || !add_ok(last, step, last))
       return fail(Status::invalid_argument, "%s: the sizes and strides overflow 64 bits", name);

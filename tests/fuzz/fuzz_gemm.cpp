@@ -44,8 +44,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t sa = span(a_rows, a_cols, std::max<int64_t>(lda, 1));
   int64_t sb = span(b_rows, b_cols, std::max<int64_t>(ldb, 1));
   int64_t sc = span(m, n, std::max<int64_t>(ldc, 1));
+  // An operand too large to hold gets no buffer (the call must reject it or not read it); the
+  // others keep theirs, which a valid call reads in full.
   const bool vast = huge || sa < 0 || sb < 0 || sc < 0;
-  if (vast) sa = sb = sc = 0;
+  if (huge) sa = sb = sc = 0;
+  sa = std::max<int64_t>(sa, 0), sb = std::max<int64_t>(sb, 0), sc = std::max<int64_t>(sc, 0);
   // Batch strides: whole matrices apart, 0 (shared) for A or B, or C overlapping itself.
   const int64_t stride_a = in.flag() ? 0 : sa + in.range(0, 3);
   const int64_t stride_b = in.flag() ? 0 : sb + in.range(0, 3);
