@@ -32,7 +32,6 @@ enum class ScratchSlot {
   gemm_b,
   attention,
   decode_partials,
-  decode_merge,
   softmax,
   softmax_parts,
   softmax_negated,
