@@ -12,11 +12,14 @@
 // Same contract as gemm_ukernel_packed (arch/common/gemm_ukernel.hpp).
 #pragma once
 
+#include "../common/kernel_ns.hpp"
+
 #include <arm_neon.h>
 
 #include "../common/gemm_ukernel.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 template <int MR, int R, int NV>
 void gemm_ukernel_packed_neon32_dup(int64_t kc, const float* a, const float* b, float* c,
@@ -54,4 +57,5 @@ struct Neon32PackedKernel {
   }
 };
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

@@ -8,7 +8,10 @@
 // lives in L3 (or DRAM on the small ARM parts, where it is still read once per MC rows).
 #pragma once
 
+#include "kernel_ns.hpp"
+
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 struct GemmBlocking {
   int mr, nv;  // register tile: mr rows x nv vectors of columns (NR = nv * floats per vector)
@@ -127,4 +130,5 @@ inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4, 16, 8, 0, 
 //   KC 256: 8 KB; MC 64: 64 KB.
 inline constexpr GemmBlocking kNeon32Gemm{4, 2, 256, 64, 2048, 2, 4, 8, 4, 0, 0, 8};
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

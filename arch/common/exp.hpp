@@ -16,6 +16,8 @@
 // at most one bit; below, an odd polynomial x + x^3 P(x^2) avoids that cancellation.
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
@@ -27,6 +29,7 @@
 #endif
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 namespace exp_detail {
 
@@ -233,4 +236,5 @@ void tanh_array(int64_t n, const float* x, float* y) {
   map_array<Arch>(n, x, y, [](xsimd::batch<float, Arch> v) { return tanh_vec<Arch>(v); });
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

@@ -7,6 +7,8 @@
 // xsimd's fma (fused on fma3<avx2> and NEON; SSE2 has no fused form and rounds twice).
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <type_traits>
@@ -16,6 +18,7 @@
 #endif
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 template <class Arch>
 inline xsimd::batch<float, Arch> fmadd(xsimd::batch<float, Arch> a, xsimd::batch<float, Arch> b,
@@ -26,4 +29,5 @@ inline xsimd::batch<float, Arch> fmadd(xsimd::batch<float, Arch> a, xsimd::batch
   return xsimd::fma(a, b, c);
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

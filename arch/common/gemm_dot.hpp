@@ -11,6 +11,8 @@
 // and gemm_dot_nt_row_run: 1 x n, n a multiple of W (the same sums, group by group).
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include "prefetch.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 inline constexpr int64_t kDotCallsAhead = 4;
 
@@ -279,4 +282,5 @@ void gemm_dot_nt_row_run(int64_t k, const float* a, const float* b, int64_t ldb,
     gemm_dot_nt_row<Arch>(k, a, 0, b + j * ldb, ldb, c + j, 0, alpha, beta);
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

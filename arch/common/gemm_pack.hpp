@@ -7,6 +7,8 @@
 // step. A packed A panel is a panel of op(A)^T, so packing A (not transposed) is packing B^T.
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 #endif
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 // Transposes 4 rows of W floats in 128-bit pieces: after two perfect-shuffle rounds (pairing
 // rows i and i + 2), 128-bit lane L of row t holds column entries (4L + t) of the four source
@@ -165,4 +168,5 @@ void gemm_pack_b(bool trans, int64_t kc, int64_t nc, const float* b, int64_t ldb
   pack_panels<Arch, NR>(trans, kc, nc, b, ldb, out);
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

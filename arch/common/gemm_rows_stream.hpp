@@ -18,9 +18,11 @@
 // B is read end to end across all n columns: KB sequential streams, one per row, each a whole
 // page run the prefetchers follow, with the sums of all n columns (R x n floats: 16 KB for 4 x
 // 1024) staying in L1 between blocks. Standalone, 4 x 1024 x 1024 from a 4 MB B on one
-// Sapphire Rapids core: strips 23.6 GFLOP/s (oneDNN 43), rows of 4/8 at a time 57 / 57,
+// x86-intel-avx512 core: strips 23.6 GFLOP/s (oneDNN 43), rows of 4/8 at a time 57 / 57,
 // with a prefetch 4 lines ahead in each row 63 / 67.
 #pragma once
+
+#include "kernel_ns.hpp"
 
 #include <xsimd/xsimd.hpp>
 
@@ -31,6 +33,7 @@
 #include "gemm_ukernel.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 // Floats ahead of the load, along its own row, that each B stream prefetches (4 lines: past
 // the next-line prefetcher's reach, within the row's page).
@@ -94,4 +97,5 @@ void gemm_rows_stream(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, con
                              p + 1 == k, alpha, beta);
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

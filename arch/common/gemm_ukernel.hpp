@@ -17,8 +17,10 @@
 //    b[0..1]                          row p of the B panel (2 x 16 floats)
 //    one broadcast of A(i, p), usually folded into the FMA as a {1to16} memory operand
 // 28 FMAs per k step against 2 loads + 14 broadcasts keeps the two FMA ports busy without the
-// load ports becoming the bottleneck (2-3 loads/cycle on Skylake-SP..Sapphire Rapids).
+// load ports becoming the bottleneck (2-3 loads/cycle on the x86-intel-avx512 class).
 #pragma once
+
+#include "kernel_ns.hpp"
 
 #include <xsimd/xsimd.hpp>
 
@@ -30,6 +32,7 @@
 #include "prefetch.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 // Loops that index the accumulator array must be fully unrolled, or the array cannot live in
 // registers (it is then kept on the stack and every k step loads and stores it).
@@ -110,13 +113,13 @@ inline constexpr int64_t kCTailSteps = 32;
 // gather on the FMAs that consume them); 16 steps (~220 cycles on AVX-512) cover an L2 hit
 // and most of an L3 one. Measured at 2048^3, 1 thread, interleaved: 4 steps +1%, 8 +2%,
 // 16 and 24 +3-4%. Where every operand is already in L1 (64^3 with A and B in place) the
-// prefetches cost nothing measurable on Sapphire Rapids (without them, and without C's, 64^3,
-// 128^3 and the 64^3 x 256 batch ran the same); on Zen 4 the small tiles run faster without
+// prefetches cost nothing measurable on x86-intel-avx512 (without them, and without C's, 64^3,
+// 128^3 and the 64^3 x 256 batch ran the same); on x86-zen4 the small tiles run faster without
 // them (gemm_small_run).
 // A is prefetched only where it is read transposed in place (AColumns: each k step a new line
 // lda floats on). A packed panel, or rows read in place, is a sequential stream the hardware
 // prefetcher follows, and the prefetch per k step (one line per 2.7 steps of a 6-row panel)
-// only took issue slots. Sapphire Rapids, alternated medians, GFLOP/s, with -> without it:
+// only took issue slots. x86-intel-avx512, alternated medians, GFLOP/s, with -> without it:
 // 1 thread 512^3 161.6 -> 164.1, 1024^3 156.1 -> 159.8, 2048^3 157.0 -> 155.6, P V 132.6 ->
 // 133.8; 2 threads 1024^3 303.4 -> 320.3, 2048^3 305.0 -> 314.1, 512^3 aligned 311.0 -> 319.9,
 // the 512^3 x 8 batch 301.4 -> 311.1; fused attention within 1%. A^T in place kept it: 256^3
@@ -199,7 +202,7 @@ struct ARowsFetchingNext : ARows<R> {
 // a 256 KB panel fresh from L3 took ~4x the others' time (the kernel's own prefetches, 16
 // steps ahead, cover L3's latency but not its bandwidth for 256 B per step); fetched a line per
 // step over the previous column's tiles it arrives at ~5 B per cycle beside the panel in use.
-// Sapphire Rapids class, alternated medians, % of the FMA peak taken beside each row, before ->
+// x86-intel-avx512, alternated medians, % of the FMA peak taken beside each row, before ->
 // after: 1 thread 1024^3 86.7 -> 90.5, 2048^3 87.0 -> 90.4; 2 threads 1024^3 86.5 -> 91.4,
 // 2048^3 88.3 -> 90.6. Issued in a burst before each tile instead, the prefetches held the
 // line fill buffers and slowed every tile by 6%.
@@ -250,13 +253,13 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int
 }
 
 // One or two rows (the wide kernels of decode's P V, B read once as one sequential stream)
-// prefetch B this many k steps ahead in the table's wide_prefetching kernels (taken on Zen 5
-// only: arch/x86/avx512.cpp), none in its wide ones. Zen 4 lost with them: its load slots were
-// the bound, and eight prefetches per k step beside eight B loads took half of them (1 x 128 x
-// 4096, 1 thread, GFLOP/s with 16 steps -> without: 34.4 -> 45.2; 2 x 128 x 4096 59.2 -> 61.3).
-// Zen 5 gains: the hardware prefetcher alone fed ~110 GB/s of the ~130 that L3 gives one core
-// (a plain load loop over 2 MB: 122 GB/s, 132 with prefetches 1-4 KB ahead). A standalone 1 x
-// 128 x 4096 loop, B 16 bytes off a line: none 55.5 GFLOP/s; 1, 2, 4, 8 steps ahead 64.5-65.1;
+// prefetch B this many k steps ahead in the table's wide_prefetching kernels (taken where the
+// tuning row says so: src/tuning.cpp), none in its wide ones. x86-zen4 lost with them: its load
+// slots were the bound, and eight prefetches per k step beside eight B loads took half of them (1 x
+// 128 x 4096, 1 thread, GFLOP/s with 16 steps -> without: 34.4 -> 45.2; 2 x 128 x 4096 59.2
+// -> 61.3). x86-zen5 gains: the hardware prefetcher alone fed ~110 GB/s of the ~130 that L3 gives
+// one core (a plain load loop over 2 MB: 122 GB/s, 132 with prefetches 1-4 KB ahead). A standalone
+// 1 x 128 x 4096 loop, B 16 bytes off a line: none 55.5 GFLOP/s; 1, 2, 4, 8 steps ahead 64.5-65.1;
 // 16 steps 63.1; 32 steps 58.9.
 inline constexpr int kWideBAheadRows = 4;
 
@@ -325,7 +328,7 @@ void gemm_ukernel_packed(int64_t kc, const float* a, const float* b, float* c, i
 //    registers, and the epilogue moved addresses through vector registers.
 //  - C = A B (alpha 1, beta 0, whole tiles: the BLAS's common case), decided once per run,
 //    stores the accumulators as they are.
-// Zen 4, 1 thread unless noted, alternated medians, GFLOP/s, the MR x NR kernels' run -> this:
+// x86-zen4, 1 thread unless noted, alternated medians, GFLOP/s, the MR x NR kernels' run -> this:
 // 64^3 110.4 -> 112.2 and 108.9 -> 109.7; 64^3 with B^T 100.2 -> 101.8; 128^3 111.5 -> 112.9;
 // 64 x 256 x 64 99.0 -> 111.4; 128^3 on 2 threads 186.7 -> 198.8. The 64^3 x 256 batch with B^T,
 // whose A and C come from L3, lost ~1% (88.3 -> 87.1 on 1 thread, 186.9 -> 183.0 on 2).
@@ -396,4 +399,5 @@ void gemm_ukernel_packed_run(const TileRun& run, int64_t kc, const float* a, con
   }
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

@@ -2,13 +2,17 @@
 // (compile-time swizzle and select constants).
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 
-namespace tessera::arch::lanes {
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+namespace lanes {
 
 template <class Arch>
 constexpr auto kIndices = std::make_index_sequence<xsimd::batch<float, Arch>::size>();
@@ -62,4 +66,6 @@ inline __attribute__((always_inline)) xsimd::batch<float, Arch> transpose_sum(
   }
 }
 
-}  // namespace tessera::arch::lanes
+}  // namespace lanes
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch

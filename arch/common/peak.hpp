@@ -1,10 +1,12 @@
 // The FMA-throughput ceiling, for the benchmarks' "% of peak" (written once over the xsimd arch).
 //
 // kAccumulators independent chains acc = acc * x + y hide the FMA latency: a core that issues P
-// FMAs per cycle with latency L needs P*L chains (2 x 4 = 8 on Skylake-SP..Sapphire Rapids,
+// FMAs per cycle with latency L needs P*L chains (2 x 4 = 8 on the x86-intel-avx512 class,
 // 2 x 4 on Neoverse N1, 1 x 4..8 on Cortex-A53/A72); 12 covers all of them without spilling
 // (16 ymm / 16 q registers on the smaller ISAs).
 #pragma once
+
+#include "kernel_ns.hpp"
 
 #include <xsimd/xsimd.hpp>
 
@@ -13,6 +15,7 @@
 #include "fmadd.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 constexpr int kPeakAccumulators = 12;
 
@@ -31,4 +34,5 @@ float peak_fma_loop(int64_t iters) {
   return xsimd::hadd(sum);
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

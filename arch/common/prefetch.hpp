@@ -8,11 +8,14 @@
 // stores, and survive.
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <cstdint>
 
 #define TESSERA_ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 // One prefetch per 64-byte line of p[0, kFloats).
 template <int64_t kFloats, int kRw, int kLocality>
@@ -31,4 +34,5 @@ TESSERA_ALWAYS_INLINE void prefetch_span(const float* p, int64_t n) {
   __builtin_prefetch(p + n - 1, 0, kLocality);
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

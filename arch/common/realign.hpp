@@ -2,6 +2,8 @@
 // the ISA has the permute for it (arch/x86/realign_x86.hpp); elsewhere, unaligned loads.
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
@@ -10,12 +12,15 @@
 #include "../x86/realign_x86.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 using x86::SequentialReader;
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch
 
 #else
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 template <class Arch>
 class SequentialReader {
   using B = xsimd::batch<float, Arch>;
@@ -31,6 +36,7 @@ class SequentialReader {
  private:
   const float* p_ = nullptr;
 };
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch
 
 #endif

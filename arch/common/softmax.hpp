@@ -16,6 +16,8 @@
 //    attention's tile softmax shares (attention_tile_rows, with its running max as a floor).
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
@@ -33,6 +35,7 @@
 #include "stream.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 namespace softmax_detail {
 
@@ -143,8 +146,8 @@ float row_max(int64_t n, const float* x) {
 // max pass then reads L1 or L2 instead of waiting on memory at every page, where the hardware
 // prefetcher starts over; the exp pass's stores find their lines already owned. x goes to L1
 // when two rows fit there beside the rest (rows up to kL1Row floats), else to L2, also while the
-// previous row streams out (its exps then make a third row in L1). On a Xeon (Sapphire Rapids)
-// L2 had looked better in that case (4096 x 4096, 2 threads, noisy: ~36 -> ~38 GB/s); on Zen 5,
+// previous row streams out (its exps then make a third row in L1). On an x86-intel-avx512 core
+// L2 had looked better in that case (4096 x 4096, 2 threads, noisy: ~36 -> ~38 GB/s); on x86-zen5,
 // interleaved, medians of 3 x 5 runs, L2 -> L1: 27.7 -> 33.5 GB/s on 1 thread (copy: 37.0),
 // 43.9 -> 46.4 on 2 (copy: 45.5).
 struct NextRow {
@@ -516,4 +519,5 @@ void attention_tile_rows(int64_t rows, int64_t n, float* s, int64_t lds, const f
                                           [](int64_t, int64_t) {});
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

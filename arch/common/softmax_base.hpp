@@ -2,6 +2,8 @@
 // of a row, and the merge of per-lane online-softmax states.
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <cstddef>
@@ -11,7 +13,9 @@
 #include "exp.hpp"
 #include "lanes.hpp"
 
-namespace tessera::arch::softmax_detail {
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+namespace softmax_detail {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -65,4 +69,6 @@ inline void store_tail(xsimd::batch<float, Arch> v, float* y, int64_t len) {
   for (int64_t j = 0; j < len; ++j) y[j] = buf[j];
 }
 
-}  // namespace tessera::arch::softmax_detail
+}  // namespace softmax_detail
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch

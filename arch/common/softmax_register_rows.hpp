@@ -18,6 +18,8 @@
 // 32 columns 10.7 -> 11.4; SSE2 16 columns 4.5 -> 5.2. (ARM: tested under qemu, not timed.)
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
@@ -31,6 +33,7 @@
 #include "stream.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 namespace softmax_detail {
 
@@ -191,4 +194,5 @@ bool softmax_register_rows(int64_t rows, int64_t n, const float* x, int64_t ldx,
   return true;
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

@@ -4,6 +4,8 @@
 // linker for another table.)
 #pragma once
 
+#include "kernel_ns.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <utility>
@@ -18,6 +20,7 @@
 #include "softmax.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
 // The default packed micro-kernel and the runs of whole tiles; an ISA may pass its own
 // (NEON64's lane-indexed FMA; on ARM, runs that call the tile kernel per tile).
@@ -150,4 +153,5 @@ KernelTable make_table(const char* name) {
   return t;
 }
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

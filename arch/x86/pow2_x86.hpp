@@ -4,12 +4,16 @@
 // no such instruction: the integer exponent add (arch/common/exp.hpp).
 #pragma once
 
+#include "../common/kernel_ns.hpp"
+
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
 #include <type_traits>
 
-namespace tessera::arch::x86 {
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+namespace x86 {
 
 template <class Arch>
 constexpr bool kHasScalef = std::is_base_of_v<xsimd::avx512f, Arch>;
@@ -60,4 +64,6 @@ inline xsimd::batch<float, Arch> exp2_reduce(xsimd::batch<float, Arch> t) {
   return _mm512_scalef_ps(p, t);
 }
 
-}  // namespace tessera::arch::x86
+}  // namespace x86
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch

@@ -8,13 +8,17 @@
 // is the same element as with the unaligned load, so results do not change.
 #pragma once
 
+#include "../common/kernel_ns.hpp"
+
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
 #include <type_traits>
 
-namespace tessera::arch::x86 {
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+namespace x86 {
 
 template <class Arch>
 class SequentialReader {
@@ -62,4 +66,6 @@ class SequentialReader {
   xsimd::batch<int32_t, Arch> idx_{};
 };
 
-}  // namespace tessera::arch::x86
+}  // namespace x86
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch

@@ -2,12 +2,16 @@
 // translation unit compiled for its ISA (arch/x86/<isa>.cpp).
 #pragma once
 
+#include "../common/kernel_ns.hpp"
+
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
 #include <type_traits>
 
-namespace tessera::arch::x86 {
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+namespace x86 {
 
 template <class Arch>
 inline void store_stream(xsimd::batch<float, Arch> v, float* p) {
@@ -23,4 +27,6 @@ inline void store_stream(xsimd::batch<float, Arch> v, float* p) {
 
 inline void stream_fence() { _mm_sfence(); }
 
-}  // namespace tessera::arch::x86
+}  // namespace x86
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch

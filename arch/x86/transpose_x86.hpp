@@ -5,13 +5,17 @@
 // translation unit compiled for AVX-512 (arch/x86/avx512.cpp).
 #pragma once
 
+#include "../common/kernel_ns.hpp"
+
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
 #include <cstdint>
 #include <type_traits>
 
-namespace tessera::arch::x86 {
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+namespace x86 {
 
 template <class Arch>
 constexpr bool kHasTranspose16 = std::is_base_of_v<xsimd::avx512f, Arch>;
@@ -62,4 +66,6 @@ inline void transpose_16x16(const float* src, int64_t ld, float* dst, int64_t pi
   }
 }
 
-}  // namespace tessera::arch::x86
+}  // namespace x86
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch
