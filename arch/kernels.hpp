@@ -88,11 +88,6 @@ struct GemmKernels {
   int small_rows, small_cols;
   GemmStridedRunFn small_run;
   GemmPackFn pack_b_small;
-  // Small products with B not transposed and whole small_cols panels take the small tiles too,
-  // not the MR x NR tiles: B read in place where its rows span L1 (rows split across threads),
-  // else packed a panel at a time (small_tiles_form in src/gemm_driver.cpp). Set where a vector
-  // load across two cache lines costs no more than one (blocking.hpp: kAvx512Gemm).
-  bool small_b_in_place;
   // Narrow forms, one vector of columns (nr <= simd floats) out of B panels ldb apart: fused
   // attention's S product on a K panel whose visible keys end within its first vector.
   GemmStridedFn strided_narrow[kMaxMR + 1];  // [r]: as strided
@@ -105,10 +100,9 @@ struct GemmKernels {
   GemmStridedFn wide[kMaxWideRows + 1][kWideWidths];
   // As wide, with one or two rows prefetching B's lines kWideBAheadRows k steps ahead
   // (gemm_ukernel.hpp; more rows: wide's own kernels), for a B streamed from L3 or memory. The
-  // driver takes them where prefetch_streamed_b is set (cores with the load slots for them) and
-  // a thread's share of B is past L2 (src/gemm_driver.cpp: gemm_wide_k_chunks).
+  // planner takes them where the tuning row's prefetch_streamed_b is set (cores with the load
+  // slots for them) and a thread's share of B is past L2 (src/gemm_plan.cpp).
   GemmStridedFn wide_prefetching[kMaxWideRows + 1][kWideWidths];
-  bool prefetch_streamed_b;  // set for Zen 5 (arch/x86/avx512.cpp)
   // [r]: r <= kMaxWideRows rows of A against a B beyond L2, n whole vectors.
   GemmStreamFn rows_stream[kMaxWideRows + 1];
   GemmDotFn dot[kMaxDotRows + 1];   // [r]: r x dot_cols[r]
@@ -152,7 +146,7 @@ struct SoftmaxKernels {
 };
 
 struct KernelTable {
-  const char* name;  // "avx512", "avx2", "sse2", "neon64", "neon32"
+  const char* name;  // "avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"
   int simd_floats;   // floats per vector register
 
   // The FMA ceiling: runs iters x peak_flops_per_iter floating-point operations.
@@ -167,6 +161,7 @@ struct KernelTable {
 const KernelTable& avx512_table();
 const KernelTable& avx2_table();
 const KernelTable& sse2_table();
+const KernelTable& neon64_v82_table();
 const KernelTable& neon64_table();
 const KernelTable& neon32_table();
 

@@ -34,7 +34,7 @@ void register_array(const std::string& name, F fn, float lo = -80.0f, float hi =
 }  // namespace
 
 void register_exp() {
-  for (const char* isa : {"avx512", "avx2", "sse2", "neon64", "neon32"}) {
+  for (const char* isa : {"avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"}) {
     const tessera::arch::KernelTable* t = tessera::detail::find_table(isa);
     if (!t) continue;
     register_array(std::string("exp/tessera-") + isa, t->softmax.exp);

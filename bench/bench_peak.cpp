@@ -11,7 +11,7 @@
 namespace bench {
 
 void register_peak() {
-  for (const char* isa : {"avx512", "avx2", "sse2", "neon64", "neon32"}) {
+  for (const char* isa : {"avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"}) {
     const tessera::arch::KernelTable* table = tessera::detail::find_table(isa);
     if (!table) continue;
     for (int t : thread_counts()) {

@@ -35,8 +35,10 @@ for p in "${presets[@]}"; do
   # The NEON micro-kernels' k loops, read from the disassembly: no vector register spilled in
   # a packed or wide kernel (scripts/check_neon_loops.sh).
   case "$p" in
-    aarch64) bash scripts/check_neon_loops.sh aarch64-linux-gnu-objdump \
-      build/aarch64/CMakeFiles/tessera_objects.dir/arch/arm/neon64.cpp.o --quiet ;;
+    aarch64) for table in neon64 neon64_v82; do
+        bash scripts/check_neon_loops.sh aarch64-linux-gnu-objdump \
+          build/aarch64/CMakeFiles/tessera_objects.dir/arch/arm/$table.cpp.o --quiet
+      done ;;
     armv7) bash scripts/check_neon_loops.sh arm-linux-gnueabihf-objdump \
       build/armv7/CMakeFiles/tessera_objects.dir/arch/arm/neon32.cpp.o --quiet ;;
   esac

@@ -2,8 +2,12 @@
 #include "tessera/attention.hpp"
 #include "threading.hpp"
 
+#include <cstdio>
+
 #include "attention_check.hpp"
+#include "dispatch.hpp"
 #include "flash_attention.hpp"
+#include "verbose.hpp"
 
 namespace tessera {
 
@@ -48,7 +52,22 @@ Status attention(const AttentionDesc& d, const float* q, const float* k, const f
   return detail::in_arena([&] {
     TESSERA_CHECK(detail::check_attention(d, q, k, v, o));
     if (d.batch == 0 || d.q_len == 0 || d.q_heads == 0) return Status::ok;
-    return detail::flash_attention(d, q, k, v, o);
+    const detail::Verbose vb;
+    const char* rule = "";
+    const Status st = detail::flash_attention(d, q, k, v, o, &rule);
+    if (vb.on()) {
+      char kernels[64];
+      std::snprintf(kernels, sizeof kernels, "f32_flash_attention_%s", detail::active_table().name);
+      vb.print("attention", st, rule, kernels, tbb::this_task_arena::max_concurrency(),
+               "batch:%lld heads:%lld/%lld q:%lld kv:%lld d:%lld dv:%lld causal:%d mask:%s",
+               (long long)d.batch, (long long)d.q_heads, (long long)d.kv_heads, (long long)d.q_len,
+               (long long)d.kv_len, (long long)d.head_dim, (long long)d.value_dim, int(d.causal),
+               d.mask           ? "bool"
+               : d.bias         ? "bias"
+               : d.alibi_slopes ? "alibi"
+                                : "none");
+    }
+    return st;
   });
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "hardware.hpp"
 #include "tessera/threading.hpp"
 
 namespace tessera {
@@ -14,33 +15,35 @@ namespace {
 struct Candidate {
   const char* name;
   const arch::KernelTable& (*table)();
-  bool (*runs_here)();
+  bool (*runs_on)(const Hardware& hw);
 };
 
+bool always(const Hardware&) { return true; }
 #if defined(TESSERA_HAVE_X86)
-bool cpu_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+bool avx512(const Hardware& hw) {
+  return hw.has(Feature::avx512f) && hw.has(Feature::avx512dq) && hw.has(Feature::avx512bw) &&
+         hw.has(Feature::avx512vl);
 }
-bool cpu_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
-bool always() { return true; }
+bool avx2(const Hardware& hw) { return hw.has(Feature::avx2) && hw.has(Feature::fma); }
 // Best first.
 constexpr Candidate kCandidates[] = {
-    {"avx512", arch::avx512_table, cpu_avx512},
-    {"avx2", arch::avx2_table, cpu_avx2},
+    {"avx512", arch::avx512_table, avx512},
+    {"avx2", arch::avx2_table, avx2},
     {"sse2", arch::sse2_table, always},
 };
 #elif defined(TESSERA_HAVE_NEON64)
-bool always() { return true; }
-constexpr Candidate kCandidates[] = {{"neon64", arch::neon64_table, always}};
+bool v82(const Hardware& hw) { return hw.has(Feature::asimdhp) && hw.has(Feature::asimddp); }
+constexpr Candidate kCandidates[] = {
+    {"neon64_v82", arch::neon64_v82_table, v82},
+    {"neon64", arch::neon64_table, always},
+};
 #elif defined(TESSERA_HAVE_NEON32)
-bool always() { return true; }
 constexpr Candidate kCandidates[] = {{"neon32", arch::neon32_table, always}};
 #endif
 
 const arch::KernelTable* best_table() {
   for (const auto& c : kCandidates)
-    if (c.runs_here()) return &c.table();
+    if (c.runs_on(hardware())) return &c.table();
   return &kCandidates[0].table();
 }
 
@@ -58,8 +61,15 @@ std::atomic<const arch::KernelTable*> g_active{nullptr};
 const arch::KernelTable* find_table(const char* name) {
   if (name == nullptr) return nullptr;
   for (const auto& c : kCandidates)
-    if (std::strcmp(c.name, name) == 0) return c.runs_here() ? &c.table() : nullptr;
+    if (std::strcmp(c.name, name) == 0) return c.runs_on(hardware()) ? &c.table() : nullptr;
   return nullptr;
+}
+
+int tables_for(const Hardware& hw, const char** names, int capacity) {
+  int n = 0;
+  for (const auto& c : kCandidates)
+    if (c.runs_on(hw) && n < capacity) names[n++] = c.name;
+  return n;
 }
 
 const arch::KernelTable& active_table() {

@@ -201,13 +201,14 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
 }  // namespace
 
 Status flash_attention(const tessera_attention_desc& d, const float* q, const float* k,
-                       const float* v, float* o) {
+                       const float* v, float* o, const char** rule) {
   const arch::KernelTable& kt = active_table();
   Geometry g{
       d, d.q_heads / d.kv_heads, d.scale != 0.0f ? d.scale : 1.0f / std::sqrt(float(d.head_dim)),
       d.bias != nullptr || d.mask != nullptr || d.alibi_slopes != nullptr || d.softcap > 0.0f};
-  if (d.q_len <= kDecodeMaxQ && d.kv_len > kDecodeChunk) return decode(g, kt, q, k, v, o);
-  return prefill(g, kt, q, k, v, o);
+  const bool split_kv = d.q_len <= kDecodeMaxQ && d.kv_len > kDecodeChunk;
+  if (rule) *rule = split_kv ? "decode-split-kv" : "prefill-key-tiles";
+  return split_kv ? decode(g, kt, q, k, v, o) : prefill(g, kt, q, k, v, o);
 }
 
 }  // namespace tessera::detail

@@ -14,8 +14,10 @@
 #include "../arch/common/prefetch.hpp"
 #include "dispatch.hpp"
 #include "gemm_check.hpp"
-#include "gemm_driver.hpp"
+#include "gemm_plan.hpp"
 #include "tsan.hpp"
+#include "tuning.hpp"
+#include "verbose.hpp"
 
 namespace tessera {
 namespace {
@@ -50,7 +52,22 @@ Status check_packed_alignment(const void* packed) {
                       alignof(float));
 }
 
-const arch::GemmKernels& gemm_kernels() { return detail::active_table().gemm; }
+char trans_char(bool t) { return t ? 'T' : 'N'; }
+
+// Plans one product on the table t, runs it, and prints the TESSERA_VERBOSE line.
+Status run_product(const char* op, const arch::KernelTable& t, const detail::GemmProblem& p) {
+  const detail::GemmPlan plan = detail::plan_gemm(t.gemm, detail::active_tuning(), p, true,
+                                                  tbb::this_task_arena::max_concurrency());
+  const detail::Verbose vb;
+  const Status st = detail::gemm_execute(plan, p);
+  if (vb.on()) {
+    char names[96];
+    detail::gemm_kernel_names(plan, p.m, t.name, names, sizeof names);
+    vb.print(op, st, plan.rule, names, plan.threads, "m:%lld n:%lld k:%lld ta:%c tb:%c",
+             (long long)p.m, (long long)p.n, (long long)p.k, trans_char(p.ta), trans_char(p.tb));
+  }
+  return st;
+}
 
 // Asks for the lines of a rows x cols block (rows ld floats apart) to be brought into L2, one
 // request per 128-byte pair of lines (the L2's spatial prefetcher fetches the other line; a
@@ -61,9 +78,53 @@ __attribute__((always_inline)) inline void prefetch_block(const float* p, int64_
   for (int64_t r = 0; r < rows; ++r) arch::prefetch_span<2, 32>(p + r * ld, cols);
 }
 
-// Items whose A and B together take at most this many bytes ask for the next item's B while they
-// run (see sgemm_strided_batched): a quarter of the smallest L2 we target on x86.
-constexpr double kPrefetchNextItemBytes = 128.0 * 1024;
+template <class Item>
+Status run_in_turn(const arch::GemmKernels& kt, int64_t batch, const Item& item) {
+  for (int64_t i = 0; i < batch; ++i) TESSERA_CHECK(detail::gemm_run(kt, item(i)));
+  return Status::ok;
+}
+
+// One item per task, parallel over the batch.
+template <class Item>
+Status run_per_task(const arch::GemmKernels& kt, int64_t batch, const Item& item) {
+  const detail::GemmProblem first = item(0);
+  const int64_t m = first.m, n = first.n, k = first.k, ldb = first.ldb;
+  const float* b = first.b;
+  const int64_t stride_b = batch > 1 ? item(1).b - b : 0;
+  // Each thread takes one contiguous run of items (they are the same size), and while it
+  // multiplies one it asks for the next one's B: a small item's operands come from L3 (the
+  // 64^3 x 256 batch is 12 MB), and fetched on demand by the packing of B^T, which starts the
+  // item, their misses were not hidden by any FMAs. 64^3 x 256 with B^T, 1 thread, 10
+  // alternated runs, medians: 132.7 -> 167.4 GFLOP/s and 147.9 -> 169.2. The kernels read A
+  // front to back, which the hardware prefetcher follows: asking for it as well was 2% slower
+  // (1 thread, two sets of 8 alternated runs: 209.3 against 213.1, 210.9 against 214.6; 2
+  // threads the same). So was the next C, and spreading the requests over the item's
+  // micro-kernel calls rather than issuing them before its packing (3%). Packing the next
+  // item's B^T itself in pieces between this item's micro-kernel calls, into a second buffer,
+  // so that its shuffles ran beside the FMAs, was 4% slower on 1 and 2 threads (212.4 against
+  // 203.3): two packed B, A and C are 64 KB, more than L1.
+  const bool prefetch_next = 4.0 * (double(m) * double(k) + double(k) * double(n)) <=
+                             detail::active_tuning().prefetch_next_item_bytes;
+  const bool b_rows = !first.tb;
+  detail::TaskStatus status;
+  detail::ForkJoin fj;
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, batch),
+        detail::task_body(fj,
+                          [&](const tbb::blocked_range<int64_t>& r) {
+                            for (int64_t i = r.begin(); i < r.end(); ++i) {
+                              if (prefetch_next && i + 1 < r.end())
+                                prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n,
+                                               b_rows ? n : k, ldb);
+                              status.record(detail::gemm_run(kt, item(i), /*parallel=*/false));
+                            }
+                          }),
+        tbb::static_partitioner());
+  });
+  fj.join();
+  return status.result();
+}
 
 }  // namespace
 
@@ -80,8 +141,8 @@ Status sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float 
     TESSERA_CHECK(
         detail::check_disjoint(detail::region("c", c, s.c, 4),
                                {detail::region("a", a, s.a, 4), detail::region("b", b, s.b, 4)}));
-    return detail::gemm_run(gemm_kernels(),
-                            problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+    return run_product("sgemm", detail::active_table(),
+                       problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
   });
 }
 
@@ -117,7 +178,8 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
         detail::region("c", c, all.c, 4),
         {detail::region("a", a, all.a, 4), detail::region("b", b, all.b, 4)}));
     if (m == 0 || n == 0 || batch == 0) return Status::ok;
-    const arch::GemmKernels& kt = gemm_kernels();
+    const arch::KernelTable& table = detail::active_table();
+    const arch::GemmKernels& kt = table.gemm;
     auto item = [&](int64_t i) {
       return problem(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
                      c + i * stride_c, ldc);
@@ -132,43 +194,22 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
     const int64_t rounds = (batch + threads - 1) / threads;
     const bool per_task =
         double(m) * n * k <= 256.0 * 256 * 256 || double(batch) >= 0.9 * double(rounds * threads);
-    if (batch == 1 || !per_task) {
-      for (int64_t i = 0; i < batch; ++i) TESSERA_CHECK(detail::gemm_run(kt, item(i)));
-      return Status::ok;
+    const bool one_by_one = batch == 1 || !per_task;
+    const detail::Verbose vb;
+    const Status st = one_by_one ? run_in_turn(kt, batch, item) : run_per_task(kt, batch, item);
+    if (vb.on()) {
+      const detail::GemmPlan plan =
+          detail::plan_gemm(kt, detail::active_tuning(), item(0), one_by_one, int(threads));
+      char names[96], rule[96];
+      detail::gemm_kernel_names(plan, m, table.name, names, sizeof names);
+      std::snprintf(rule, sizeof rule, "%s-%s", one_by_one ? "items-in-turn" : "item-per-task",
+                    plan.rule);
+      vb.print("sgemm_batched", st, rule, names, int(threads),
+               "batch:%lld m:%lld n:%lld k:%lld ta:%c tb:%c", (long long)batch, (long long)m,
+               (long long)n, (long long)k, trans_char(ta == Transpose::trans),
+               trans_char(tb == Transpose::trans));
     }
-    // Each thread takes one contiguous run of items (they are the same size), and while it
-    // multiplies one it asks for the next one's B: a small item's operands come from L3 (the
-    // 64^3 x 256 batch is 12 MB), and fetched on demand by the packing of B^T, which starts the
-    // item, their misses were not hidden by any FMAs. 64^3 x 256 with B^T, 1 thread, 10
-    // alternated runs, medians: 132.7 -> 167.4 GFLOP/s and 147.9 -> 169.2. The kernels read A
-    // front to back, which the hardware prefetcher follows: asking for it as well was 2% slower
-    // (1 thread, two sets of 8 alternated runs: 209.3 against 213.1, 210.9 against 214.6; 2
-    // threads the same). So was the next C, and spreading the requests over the item's
-    // micro-kernel calls rather than issuing them before its packing (3%). Packing the next
-    // item's B^T itself in pieces between this item's micro-kernel calls, into a second buffer,
-    // so that its shuffles ran beside the FMAs, was 4% slower on 1 and 2 threads (212.4 against
-    // 203.3): two packed B, A and C are 64 KB, more than L1.
-    const bool prefetch_next =
-        4.0 * (double(m) * double(k) + double(k) * double(n)) <= kPrefetchNextItemBytes;
-    const bool b_rows = tb == Transpose::no_trans;
-    detail::TaskStatus status;
-    detail::ForkJoin fj;
-    tbb::this_task_arena::isolate([&] {
-      tbb::parallel_for(
-          tbb::blocked_range<int64_t>(0, batch),
-          detail::task_body(fj,
-                            [&](const tbb::blocked_range<int64_t>& r) {
-                              for (int64_t i = r.begin(); i < r.end(); ++i) {
-                                if (prefetch_next && i + 1 < r.end())
-                                  prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n,
-                                                 b_rows ? n : k, ldb);
-                                status.record(detail::gemm_run(kt, item(i), /*parallel=*/false));
-                              }
-                            }),
-          tbb::static_partitioner());
-    });
-    fj.join();
-    return status.result();
+    return st;
   });
 }
 
@@ -279,7 +320,7 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
         problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1, beta, c, ldc);
     // cppcheck-suppress invalidPointerCast
     p.b_packed = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
-    return detail::gemm_run(t.gemm, p);
+    return run_product("sgemm_packed", t, p);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "tessera/gemm.hpp"
 #include "tessera/layers.hpp"
 #include "threading.hpp"
+#include "verbose.hpp"
 
 namespace tessera {
 namespace {
@@ -197,6 +198,7 @@ Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float*
         return detail::fail(Status::out_of_memory, "workspace: cannot allocate %zu bytes", need);
       workspace = owned;
     }
+    const detail::Verbose vb;
     char* base = static_cast<char*>(workspace);
     base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
     auto carve = [&](size_t floats) {
@@ -264,6 +266,11 @@ Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float*
     if (s == Status::ok)
       s = linear(B * Lq, Hq * Dv, d.out_dim, op, Hq * Dv, d.w_o, d.out_dim, d.b_o, out, d.out_dim);
     std::free(owned);
+    vb.print("mha_forward", s, cached ? "cache-append" : "no-cache",
+             "sgemm+attention (lines above)", tbb::this_task_arena::max_concurrency(),
+             "batch:%lld q:%lld kv:%lld cache:%lld heads:%lld/%lld d:%lld dv:%lld causal:%d",
+             (long long)B, (long long)Lq, (long long)Lkv, cached ? (long long)d.cache_len : 0LL,
+             (long long)Hq, (long long)Hk, (long long)D, (long long)Dv, int(d.causal));
     return s;
   });
 }

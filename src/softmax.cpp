@@ -10,12 +10,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "check.hpp"
 #include "dispatch.hpp"
 #include "scratch.hpp"
 #include "tsan.hpp"
+#include "tuning.hpp"
+#include "verbose.hpp"
 
 namespace tessera {
 namespace {
@@ -31,11 +34,6 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 // in groups by two passes. Longer rows go by chunks of kChunk columns (chunked_row).
 constexpr int64_t kCachedCols = 16384;
 constexpr int64_t kChunk = 16384;
-// Softmax outputs from this size on are written with streaming stores (no read of y's lines
-// before writing them). Measured here, 1 thread: 64 MB (4096 x 4096) 9.3 -> 13.6 GB/s; 32 MB
-// 14-16 either way; 16 MB and below plain stores win (up to 22 vs 17 GB/s at 1 MB, where the
-// output is still in cache when the benchmark, or the caller, reads it).
-constexpr double kStreamBytes = 32.0 * (1 << 20);
 
 enum class Op { softmax, log_softmax, logsumexp };
 
@@ -224,7 +222,9 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
   // Long rows: whole rows per task when there are enough of them (a row's chunks then stay in
   // this core's L2 for the second pass), otherwise the chunks of each row in parallel.
   const bool chunks_parallel = cols > kCachedCols && rows < 2 * int64_t(threads);
-  const bool stream = double(rows) * double(cols) * sizeof(float) >= kStreamBytes;
+  // Outputs past the caches are written with streaming stores (no read of y's lines first).
+  const bool stream =
+      double(rows) * double(cols) * sizeof(float) >= detail::active_tuning().softmax_stream_bytes;
   // Rows [r, end) of one task.
   auto plain_rows = [&](int64_t r, int64_t end, const float* xs, int64_t ldxs, float sc,
                         float* lse) {
@@ -311,6 +311,25 @@ Status check_output(int64_t rows, int64_t cols, const float* x, int64_t ldx, con
   return Status::ok;
 }
 
+// run_rows with the TESSERA_VERBOSE line.
+Status run_logged(const char* name, Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx,
+                  float* y, int64_t ldy, float scale, float* lse) {
+  const detail::Verbose vb;
+  const Status st = run_rows(op, rows, cols, x, ldx, y, ldy, scale, lse);
+  if (vb.on()) {
+    char kernels[64];
+    std::snprintf(kernels, sizeof kernels, "f32_softmax_online_%s", detail::active_table().name);
+    const bool stream = y && double(rows) * double(cols) * sizeof(float) >=
+                                 detail::active_tuning().softmax_stream_bytes;
+    const char* rule = cols > kCachedCols ? (stream ? "rows-by-chunks-streamed" : "rows-by-chunks")
+                                          : (stream ? "rows-in-cache-streamed" : "rows-in-cache");
+    vb.print(name, st, rule, kernels, tbb::this_task_arena::max_concurrency(),
+             "rows:%lld cols:%lld ldx:%lld scale:%g", (long long)rows, (long long)cols,
+             (long long)ldx, double(scale));
+  }
+  return st;
+}
+
 }  // namespace
 
 Status softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy,
@@ -319,7 +338,7 @@ Status softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y
     TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
     TESSERA_CHECK(check_output(rows, cols, x, ldx, y, ldy));
     if (rows == 0 || cols == 0) return Status::ok;
-    return run_rows(Op::softmax, rows, cols, x, ldx, y, ldy, scale, nullptr);
+    return run_logged("softmax", Op::softmax, rows, cols, x, ldx, y, ldy, scale, nullptr);
   });
 }
 
@@ -329,7 +348,7 @@ Status log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, floa
     TESSERA_CHECK(check_rows(rows, cols, x, ldx, scale));
     TESSERA_CHECK(check_output(rows, cols, x, ldx, y, ldy));
     if (rows == 0 || cols == 0) return Status::ok;
-    return run_rows(Op::log_softmax, rows, cols, x, ldx, y, ldy, scale, nullptr);
+    return run_logged("log_softmax", Op::log_softmax, rows, cols, x, ldx, y, ldy, scale, nullptr);
   });
 }
 
@@ -346,7 +365,7 @@ Status logsumexp(int64_t rows, int64_t cols, const float* x, int64_t ldx, float 
       for (int64_t r = 0; r < rows; ++r) out[r] = -kInf;  // the empty sum
       return Status::ok;
     }
-    return run_rows(Op::logsumexp, rows, cols, x, ldx, nullptr, 0, scale, out);
+    return run_logged("logsumexp", Op::logsumexp, rows, cols, x, ldx, nullptr, 0, scale, out);
   });
 }
 

@@ -1,6 +1,9 @@
 // The C API's contract under hostile input: outputs that alias inputs, size products that
 // overflow, a packed-B buffer sized under another kernel table, and the thread cap staying
 // inside Tessera. Each rejection names its argument and leaves every output untouched.
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
 
@@ -246,6 +249,9 @@ TEST(Contract, EveryTableThisCpuRunsIsTested) {
     expected.emplace_back("avx2");
   expected.emplace_back("sse2");
 #elif defined(__aarch64__)
+  // HWCAP_ASIMDHP (bit 10) and HWCAP_ASIMDDP (bit 20): the v8.2 table.
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  if ((hwcap & (1ul << 10)) && (hwcap & (1ul << 20))) expected.emplace_back("neon64_v82");
   expected.emplace_back("neon64");
 #elif defined(__arm__)
   expected.emplace_back("neon32");

@@ -182,17 +182,17 @@ TEST_P(Gemm, SmallTilesOfTheTable) {
 // src/gemm_driver.cpp): B read in place (whole panels, k rows within L1, rows split across
 // threads), B or B^T packed a panel at a time (panels split across threads), and the MR x NR
 // tiles where neither applies (a partial panel of B, panels that do not divide among the
-// threads, a packed panel past L1 at k = 200). Both values of small_b_in_place on every machine
-// with small tiles (the AMD choice is tested on Intel too), on 1, 2 and 3 threads, every
-// transpose, B 16 bytes past a line or on one, padded leading dimensions, beta = 0 over a
+// threads, a packed panel past L1 at k = 200). Both values of the tuning row's small_b_in_place on
+// every machine with small tiles (the AMD choice is tested on Intel too), on 1, 2 and 3 threads,
+// every transpose, B 16 bytes past a line or on one, padded leading dimensions, beta = 0 over a
 // poisoned C.
 TEST_P(Gemm, SmallTilesEveryForm) {
   const auto& g = tessera::detail::active_table().gemm;
   if (g.small_run == nullptr) GTEST_SKIP() << "no small tiles in this table";
   const int64_t R = g.small_rows, NS = g.small_cols;
   for (bool in_place : {false, true}) {
-    tessera::arch::GemmKernels kt = g;
-    kt.small_b_in_place = in_place;
+    tessera::detail::Tuning tn = tessera::detail::active_tuning();
+    tn.small_b_in_place = in_place;
     for (int threads : {1, 2, 3})
       tbb::task_arena(threads).execute([&] {
         int combo = 0;
@@ -202,8 +202,16 @@ TEST_P(Gemm, SmallTilesEveryForm) {
               for (int64_t n : {NS, 2 * NS, 3 * NS, 2 * NS + 5})
                 for (int64_t k : {33, 100, 200}) {
                   if (double(m) * n * k > 128.0 * 128 * 128) continue;  // not small
-                  GemmTester().kernels(&kt).m(m).n(n).k(k).ta(ta).tb(tb).cycle(combo).test(
-                      uint32_t(combo));
+                  GemmTester()
+                      .kernels(&g)
+                      .tuning(&tn)
+                      .m(m)
+                      .n(n)
+                      .k(k)
+                      .ta(ta)
+                      .tb(tb)
+                      .cycle(combo)
+                      .test(uint32_t(combo));
                   ++combo;
                   if (::testing::Test::HasFatalFailure()) return;
                 }
@@ -287,10 +295,10 @@ TEST_P(Gemm, FewRowsStreamB) {
 }
 
 // Few rows against a narrow B split along k (chunks of 1024 rows) with both values of
-// prefetch_streamed_b, so that the prefetching wide kernels run on every machine: one to three
-// rows, whole vectors and a column tail (n = 200), a partial last chunk (k = 2049, 5000), a
-// thread's share of B within L2 (the plain kernels even when asked) and past it, on 1 and 2
-// threads, the scalars and layouts of GemmTester::cycle. The prefetches change no sum: C is the
+// the tuning row's prefetch_streamed_b, so that the prefetching wide kernels run on every machine:
+// one to three rows, whole vectors and a column tail (n = 200), a partial last chunk (k = 2049,
+// 5000), a thread's share of B within L2 (the plain kernels even when asked) and past it, on 1 and
+// 2 threads, the scalars and layouts of GemmTester::cycle. The prefetches change no sum: C is the
 // same, bit for bit, with either kernels.
 TEST_P(Gemm, FewRowsNarrowBAlongKEitherPrefetch) {
   const auto& g = tessera::detail::active_table().gemm;
@@ -305,9 +313,10 @@ TEST_P(Gemm, FewRowsNarrowBAlongKEitherPrefetch) {
       for (const Shape& s : shapes) {
         std::vector<float> c[2];
         for (bool prefetch : {false, true}) {
-          tessera::arch::GemmKernels kt = g;
-          kt.prefetch_streamed_b = prefetch;
-          GemmTester().kernels(&kt).m(s.m).n(s.n).k(s.k).cycle(combo).test(uint32_t(combo));
+          tessera::detail::Tuning tn = tessera::detail::active_tuning();
+          tn.prefetch_streamed_b = prefetch;
+          GemmTester().kernels(&g).tuning(&tn).m(s.m).n(s.n).k(s.k).cycle(combo).test(
+              uint32_t(combo));
           if (::testing::Test::HasFatalFailure()) return;
           const auto a = tt::random_vec(size_t(s.m * s.k), 1);
           const auto b = tt::random_vec(size_t(s.k * s.n + 4), 2);
@@ -315,7 +324,7 @@ TEST_P(Gemm, FewRowsNarrowBAlongKEitherPrefetch) {
           tessera::detail::GemmProblem p;
           p.m = s.m, p.n = s.n, p.k = s.k, p.a = a.data(), p.lda = s.k, p.b = b.data() + 4;
           p.ldb = s.n, p.c = c[prefetch].data(), p.ldc = s.n, p.alpha = 1.0f, p.beta = 0.0f;
-          ASSERT_EQ(tessera::detail::gemm_run(kt, p), tessera::Status::ok);
+          ASSERT_EQ(tessera::detail::gemm_run(g, tn, p), tessera::Status::ok);
         }
         EXPECT_EQ(std::memcmp(c[0].data(), c[1].data(), c[0].size() * sizeof(float)), 0)
             << s.m << "x" << s.n << "x" << s.k << " on " << threads << " threads";

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "src/gemm_driver.hpp"
+#include "src/gemm_plan.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
@@ -84,6 +84,11 @@ class GemmTester {
   // choices changed) instead of through tessera::sgemm; plain products only.
   GemmTester& kernels(const tessera::arch::GemmKernels* v) {
     kernels_ = v;
+    return *this;
+  }
+  // ... and under this tuning row (a copy of one with a choice changed; else the active row).
+  GemmTester& tuning(const tessera::detail::Tuning* v) {
+    tuning_ = v;
     return *this;
   }
 
@@ -159,7 +164,8 @@ class GemmTester {
       p.tb = tb_ == tessera::Transpose::trans;
       p.m = m_, p.n = n_, p.k = k_, p.alpha = alpha_, p.beta = beta_;
       p.a = a, p.lda = lda, p.b = b, p.ldb = ldb, p.c = c, p.ldc = ldc;
-      ASSERT_EQ(tessera::detail::gemm_run(*kernels_, p), Status::ok) << tessera::last_error();
+      const auto& tn = tuning_ ? *tuning_ : tessera::detail::active_tuning();
+      ASSERT_EQ(tessera::detail::gemm_run(*kernels_, tn, p), Status::ok) << tessera::last_error();
     } else if (packed_) {
       const size_t bytes = tessera::sgemm_pack_b_size(tb_, k_, n_);
       std::vector<float> buf((bytes + 3) / 4);
@@ -193,4 +199,5 @@ class GemmTester {
   float alpha_ = 1.0f, beta_ = 0.0f;
   bool packed_ = false, aligned_b_ = false;
   const tessera::arch::GemmKernels* kernels_ = nullptr;
+  const tessera::detail::Tuning* tuning_ = nullptr;
 };

@@ -49,7 +49,7 @@ inline double rel_err(const std::vector<float>& out, const std::vector<float>& r
 // Every kernel table the machine runs, best first as the dispatcher ranks them.
 inline std::vector<std::string> isas() {
   std::vector<std::string> out;
-  for (const char* name : {"avx512", "avx2", "sse2", "neon64", "neon32"})
+  for (const char* name : {"avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"})
     if (tessera::isa_supported(name)) out.emplace_back(name);
   return out;
 }

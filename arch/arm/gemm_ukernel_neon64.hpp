@@ -12,17 +12,22 @@
 // multiple of 4 (partial panels use the broadcast kernel).
 #pragma once
 
+#include "../common/kernel_ns.hpp"
+
 #include <arm_neon.h>
 
 #include "../common/gemm_ukernel.hpp"
 
 namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
 
-template <int MR, int R, int NV>
+// Arch: xsimd::neon64, or a table's own type derived from it (arch/arm/neon64_v82.cpp), so
+// that each table's instantiations are its own.
+template <class Arch, int MR, int R, int NV>
 void gemm_ukernel_packed_neon64_lane(int64_t kc, const float* a, const float* b, float* c,
                                      int64_t ldc, int64_t nr, float alpha, float beta) {
   static_assert(R % 4 == 0, "lane kernel needs whole groups of 4 rows");
-  using B = xsimd::batch<float, xsimd::neon64>;
+  using B = xsimd::batch<float, Arch>;
   prefetch_c<R, NV, 4, CacheLevel::l1>(c, ldc);
   float32x4_t acc[R][NV];
   TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) acc[i][v] =
@@ -43,28 +48,29 @@ void gemm_ukernel_packed_neon64_lane(int64_t kc, const float* a, const float* b,
   B out[R][NV];
   TESSERA_UNROLL for (int i = 0; i < R; ++i) TESSERA_UNROLL for (int v = 0; v < NV; ++v) out[i][v] =
       B(acc[i][v]);
-  store_tile<xsimd::neon64, R, NV>(out, c, ldc, nr, alpha, beta);
+  store_tile<Arch, R, NV>(out, c, ldc, nr, alpha, beta);
 }
 
 // Lane kernel for whole groups of four rows, broadcast kernel otherwise.
-template <int MR, int NV>
+template <class Arch, int MR, int NV>
 struct Neon64PackedKernel {
   template <int R>
   static constexpr GemmPackedFn get() {
     if constexpr (R % 4 == 0)
-      return &gemm_ukernel_packed_neon64_lane<MR, R, NV>;
+      return &gemm_ukernel_packed_neon64_lane<Arch, MR, R, NV>;
     else
-      return &gemm_ukernel_packed<xsimd::neon64, MR, R, NV>;
+      return &gemm_ukernel_packed<Arch, MR, R, NV>;
   }
   static constexpr GemmPackedRunFn run() {
     if constexpr (MR % 4 == 0)
-      return &packed_run_of<&gemm_ukernel_packed_neon64_lane<MR, MR, NV>>;
+      return &packed_run_of<&gemm_ukernel_packed_neon64_lane<Arch, MR, MR, NV>>;
     else
-      return &gemm_ukernel_packed_run<xsimd::neon64, MR, NV>;
+      return &gemm_ukernel_packed_run<Arch, MR, NV>;
   }
   static constexpr GemmStridedRunFn strided_run() {
-    return &strided_run_of<&gemm_ukernel<xsimd::neon64, MR, NV>>;
+    return &strided_run_of<&gemm_ukernel<Arch, MR, NV>>;
   }
 };
 
+}  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

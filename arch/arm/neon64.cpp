@@ -7,8 +7,8 @@ namespace tessera::arch {
 
 const KernelTable& neon64_table() {
   static const KernelTable table =
-      make_table<xsimd::neon64, kNeon64Gemm, Neon64PackedKernel<kNeon64Gemm.mr, kNeon64Gemm.nv>>(
-          "neon64");
+      make_table<xsimd::neon64, kNeon64Gemm,
+                 Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64");
   return table;
 }
 

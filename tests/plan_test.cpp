@@ -1,0 +1,177 @@
+// Golden plans: the SGEMM planner's choice (rule, tile, threads) for a corpus of shapes on every
+// table's blocking under the tuning rows of the classes that run it, pinned in
+// tests/data/gemm_plans.txt. The planner is a pure function of the tile geometry, the tuning
+// row, the shape and the thread count, so the tables are described here from blocking.hpp
+// (no kernel runs) and every build checks every table's plans, whatever CPU it runs on.
+// A change of rule or threshold shows up as a diff of this file: regenerate it with
+// TESSERA_UPDATE_GOLDEN=1 and commit the diff with the measurements that justify it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "arch/common/blocking.hpp"
+#include "src/gemm_plan.hpp"
+
+namespace {
+
+namespace arch = tessera::arch;
+namespace detail = tessera::detail;
+using detail::CpuClass;
+
+void no_kernel(const arch::TileRun&, int64_t, const float*, int64_t, int64_t, const float*, int64_t,
+               float*, int64_t, int64_t, float, float) {}
+
+// What the planner reads of a table, from its blocking and vector width (as make_table fills).
+arch::GemmKernels geometry(const arch::GemmBlocking& g, int w) {
+  arch::GemmKernels k{};
+  k.mr = g.mr, k.nr = g.nv * w, k.kc = g.kc, k.mc = g.mc, k.nc = g.nc;
+  k.simd_floats = w;
+  k.dot_rows = g.dot_rows;
+  for (int r = 1; r <= arch::kMaxDotRows; ++r) k.dot_cols[r] = r == 1 ? w : g.dot_cols;
+  if (g.small_rows > 0) {
+    k.small_rows = g.small_rows, k.small_cols = g.small_nv * w;
+    k.small_run = &no_kernel;
+  }
+  return k;
+}
+
+struct Profile {
+  const char* table;
+  arch::GemmKernels kernels;
+  std::vector<CpuClass> classes;  // the classes whose machines run this table
+};
+
+std::vector<Profile> profiles() {
+  static const arch::GemmKernels deep = geometry(arch::kAvx512DeepGemm, 16);
+  arch::GemmKernels avx512 = geometry(arch::kAvx512Gemm, 16);
+  avx512.deep = &deep;
+  return {
+      {"avx512", avx512, {CpuClass::x86_intel_avx512, CpuClass::x86_zen4, CpuClass::x86_zen5}},
+      {"avx2", geometry(arch::kAvx2Gemm, 8), {CpuClass::x86_generic, CpuClass::x86_zen4}},
+      {"sse2", geometry(arch::kSse2Gemm, 4), {CpuClass::x86_generic}},
+      {"neon64_v82", geometry(arch::kNeon64Gemm, 4), {CpuClass::arm_a53, CpuClass::arm_a76}},
+      {"neon64", geometry(arch::kNeon64Gemm, 4), {CpuClass::arm_a53, CpuClass::arm_a72}},
+      {"neon32", geometry(arch::kNeon32Gemm, 4), {CpuClass::armv7}},
+  };
+}
+
+struct Shape {
+  int64_t m, n, k;
+  bool ta, tb;
+  int b_offset;  // bytes past a 64-byte line (B's rows are then not aligned)
+  const char* what;
+};
+
+// Every rule, and the shapes the drivers' comments measured.
+const Shape kShapes[] = {
+    {0, 64, 64, false, false, 0, "empty"},
+    {1, 4096, 128, false, true, 0, "decode Q K^T"},
+    {4, 1000, 64, false, true, 16, "few rows, B^T"},
+    {1, 128, 4096, false, false, 0, "decode P V"},
+    {2, 128, 8192, false, false, 0, "narrow B, long k"},
+    {1, 200, 5000, false, false, 16, "narrow B, tail"},
+    {4, 1024, 1024, false, false, 0, "few rows, B 4 MB"},
+    {2, 64, 64, false, false, 16, "few rows, small"},
+    {8, 256, 256, true, false, 0, "few rows, A^T"},
+    {64, 64, 64, false, false, 16, "64^3"},
+    {64, 64, 64, false, true, 16, "64^3 B^T"},
+    {64, 64, 32, false, false, 0, "64 x 64 x 32"},
+    {48, 48, 48, false, false, 16, "48^3"},
+    {96, 96, 96, false, false, 16, "96^3"},
+    {128, 128, 128, false, false, 0, "128^3"},
+    {128, 128, 128, true, true, 16, "128^3 A^T B^T"},
+    {256, 256, 256, false, false, 0, "256^3 aligned"},
+    {256, 256, 256, false, false, 16, "256^3 misaligned"},
+    {200, 300, 256, false, true, 0, "200 x 300 x 256 B^T"},
+    {384, 384, 384, false, false, 16, "384^3"},
+    {512, 512, 512, false, false, 0, "512^3"},
+    {1024, 1024, 1024, false, false, 16, "1024^3"},
+    {2048, 2048, 2048, false, false, 0, "2048^3"},
+    {4096, 4096, 64, false, true, 0, "Q K^T"},
+    {4096, 64, 4096, false, false, 0, "P V"},
+    {4096, 128, 4096, false, false, 16, "P V, d 128"},
+    {4096, 96, 1024, false, false, 0, "partial deep panel"},
+    {4096, 512, 32, false, false, 0, "4096 x 512 x 32"},
+    {16384, 1024, 64, false, false, 0, "A of 4 MB"},
+    {4096, 1024, 64, true, true, 0, "A^T B^T short k"},
+    {512, 320, 96, false, false, 0, "5 panels"},
+    {301, 256, 64, false, false, 16, "row tail"},
+    {32, 256, 256, false, false, 16, "32 x 256 x 256"},
+};
+
+std::string plan_line(const Profile& pr, CpuClass c, const Shape& s, int threads, bool alpha0,
+                      bool packed) {
+  detail::GemmProblem p;
+  p.ta = s.ta, p.tb = s.tb, p.m = s.m, p.n = s.n, p.k = s.k;
+  p.alpha = alpha0 ? 0.0f : 1.0f;
+  p.lda = s.ta ? s.m : s.k;
+  p.ldb = s.tb ? s.k : s.n;
+  p.ldc = s.n;
+  // Never read: the planner looks at B's alignment only.
+  p.b = reinterpret_cast<const float*>(uintptr_t(1) << 20 | uintptr_t(s.b_offset));
+  if (packed) p.b_packed = p.b;
+  const detail::GemmPlan plan =
+      detail::plan_gemm(pr.kernels, detail::tuning_row(c), p, true, threads);
+  char names[96];
+  detail::gemm_kernel_names(plan, p.m, pr.table, names, sizeof names);
+  char line[320];
+  std::snprintf(line, sizeof line, "%s %s t%d %lldx%lldx%lld%s%s%s+%d%s -> %s %s threads:%d",
+                pr.table, detail::cpu_class_name(c), threads, (long long)s.m, (long long)s.n,
+                (long long)s.k, s.ta ? " A^T" : "", s.tb ? " B^T" : "", packed ? " packed" : "",
+                s.b_offset, alpha0 ? " alpha0" : "", plan.rule, names, plan.threads);
+  return line;
+}
+
+std::vector<std::string> all_plans() {
+  std::vector<std::string> out;
+  for (const Profile& pr : profiles())
+    for (CpuClass c : pr.classes)
+      for (int threads : {1, 2, 4}) {
+        for (const Shape& s : kShapes) out.push_back(plan_line(pr, c, s, threads, false, false));
+        out.push_back(plan_line(pr, c, kShapes[20], threads, true, false));  // alpha = 0
+        out.push_back(plan_line(pr, c, kShapes[20], threads, false, true));  // prepacked B
+      }
+  return out;
+}
+
+const char* golden_path() { return TESSERA_SOURCE_DIR "/tests/data/gemm_plans.txt"; }
+
+TEST(GemmPlan, GoldenPlansForEveryTableAndClass) {
+  const std::vector<std::string> got = all_plans();
+  if (const char* u = std::getenv("TESSERA_UPDATE_GOLDEN"); u && *u == '1') {
+    std::ofstream out(golden_path());
+    for (const auto& line : got) out << line << "\n";
+    GTEST_SKIP() << "wrote " << got.size() << " plans to " << golden_path();
+  }
+  std::ifstream in(golden_path());
+  ASSERT_TRUE(in) << "cannot read " << golden_path();
+  std::vector<std::string> want;
+  for (std::string line; std::getline(in, line);) want.push_back(line);
+  ASSERT_EQ(got.size(), want.size()) << "the corpus changed: regenerate (see the file's test)";
+  int diffs = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && ++diffs <= 20)
+      ADD_FAILURE() << "plan changed:\n  golden: " << want[i] << "\n  now:    " << got[i];
+  EXPECT_EQ(diffs, 0) << "plans differ from " << golden_path();
+}
+
+// Each rule of the planner fires somewhere in the corpus: a rule no shape reaches is untested.
+TEST(GemmPlan, EveryRuleFiresInTheCorpus) {
+  std::string all;
+  for (const auto& line : all_plans()) all += line + "\n";
+  for (const char* rule :
+       {"empty", "alpha-or-k-zero", "prepacked-b", "few-rows-b-trans", "few-rows-narrow-b-k-chunks",
+        "few-rows-b-streamed", "few-rows-b", "short-k-small-tile-panels", "small-tiles-b-in-place",
+        "small-tiles-b-panels", "few-rows-a-in-place", "small-deep-tile-a-in-place",
+        "small-a-in-place", "mid-a-in-place", "mid-column-slices", "large-column-slices",
+        "blocked"})
+    EXPECT_NE(all.find(std::string("-> ") + rule + " "), std::string::npos) << rule;
+}
+
+}  // namespace
