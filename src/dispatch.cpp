@@ -16,6 +16,7 @@ struct Candidate {
   const char* name;
   const arch::KernelTable& (*table)();
   bool (*runs_on)(const Hardware& hw);
+  const char* features;  // what runs_on asks for, as hardware.hpp names them
 };
 
 bool always(const Hardware&) { return true; }
@@ -27,18 +28,18 @@ bool avx512(const Hardware& hw) {
 bool avx2(const Hardware& hw) { return hw.has(Feature::avx2) && hw.has(Feature::fma); }
 // Best first.
 constexpr Candidate kCandidates[] = {
-    {"avx512", arch::avx512_table, avx512},
-    {"avx2", arch::avx2_table, avx2},
-    {"sse2", arch::sse2_table, always},
+    {"avx512", arch::avx512_table, avx512, "avx512f avx512dq avx512bw avx512vl"},
+    {"avx2", arch::avx2_table, avx2, "avx2 fma"},
+    {"sse2", arch::sse2_table, always, "sse2"},
 };
 #elif defined(TESSERA_HAVE_NEON64)
 bool v82(const Hardware& hw) { return hw.has(Feature::asimdhp) && hw.has(Feature::asimddp); }
 constexpr Candidate kCandidates[] = {
-    {"neon64_v82", arch::neon64_v82_table, v82},
-    {"neon64", arch::neon64_table, always},
+    {"neon64_v82", arch::neon64_v82_table, v82, "asimd asimdhp asimddp"},
+    {"neon64", arch::neon64_table, always, "asimd"},
 };
 #elif defined(TESSERA_HAVE_NEON32)
-constexpr Candidate kCandidates[] = {{"neon32", arch::neon32_table, always}};
+constexpr Candidate kCandidates[] = {{"neon32", arch::neon32_table, always, "neon vfpv4"}};
 #endif
 
 const arch::KernelTable* best_table() {
@@ -63,6 +64,12 @@ const arch::KernelTable* find_table(const char* name) {
   for (const auto& c : kCandidates)
     if (std::strcmp(c.name, name) == 0) return c.runs_on(hardware()) ? &c.table() : nullptr;
   return nullptr;
+}
+
+const char* table_features(const char* name) {
+  for (const auto& c : kCandidates)
+    if (name && std::strcmp(c.name, name) == 0) return c.features;
+  return "";
 }
 
 int tables_for(const Hardware& hw, const char** names, int capacity) {

@@ -14,5 +14,7 @@ const arch::KernelTable* find_table(const char* name);
 // The names of the tables this build has that a machine with hw's features runs, best first;
 // returns how many (at most capacity).
 int tables_for(const Hardware& hw, const char** names, int capacity);
+// The features the table of that name needs ("avx2 fma"), "" for an unknown name.
+const char* table_features(const char* name);
 
 }  // namespace tessera::detail

@@ -1,0 +1,90 @@
+#include "registry.hpp"
+
+#include <cstdio>
+
+#include "dispatch.hpp"
+#include "hardware.hpp"
+
+namespace tessera::detail {
+namespace {
+
+constexpr const char* kFamilyNames[] = {
+    "gemm_packed", "gemm_packed_narrow",    "gemm_rows_bk", "gemm_strided",   "gemm_strided_narrow",
+    "gemm_wide",   "gemm_wide_prefetching", "gemm_dot",     "gemm_dot_stream"};
+static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
+
+struct Adder {
+  const arch::KernelTable& t;
+  std::vector<KernelRow>& out;
+
+  // name: f32_<what>_<rows>x<cols>[_mr<mr>]_<table>
+  void add(KernelFamily f, const char* what, int rows, int cols, int mr, int ldb, const void* fn) {
+    if (fn == nullptr) return;
+    for (const KernelRow& r : out)
+      if (r.fn == fn && r.family == f) return;  // one entry point registered once
+    char name[96];
+    if (mr > 0)
+      std::snprintf(name, sizeof name, "f32_%s_%dx%d_mr%d_%s", what, rows, cols, mr, t.name);
+    else
+      std::snprintf(name, sizeof name, "f32_%s_%dx%d_%s", what, rows, cols, t.name);
+    KernelRow row;
+    row.name = name, row.table = t.name, row.features = table_features(t.name);
+    row.family = f, row.rows = rows, row.cols = cols, row.mr = mr, row.ldb = ldb, row.fn = fn;
+    out.push_back(row);
+  }
+
+  // The MR x NR tile's kernels (the table's own, or its deep tile's).
+  void tile(const arch::GemmKernels& g) {
+    for (int r = 1; r <= g.mr; ++r) {
+      add(KernelFamily::gemm_packed, "gemm_packed", r, g.nr, g.mr, g.nr,
+          reinterpret_cast<const void*>(g.packed[r]));
+      add(KernelFamily::gemm_strided, "gemm_strided", r, g.nr, 0, 0,
+          reinterpret_cast<const void*>(g.strided[r]));
+    }
+  }
+
+  void table() {
+    const arch::GemmKernels& g = t.gemm;
+    const int W = g.simd_floats;
+    tile(g);
+    if (g.deep) tile(*g.deep);
+    for (int r = 1; r <= g.mr; ++r) {
+      add(KernelFamily::gemm_packed_narrow, "gemm_packed_narrow", r, W, g.mr, g.nr,
+          reinterpret_cast<const void*>(g.packed_narrow[r]));
+      add(KernelFamily::gemm_strided_narrow, "gemm_strided_narrow", r, W, 0, 0,
+          reinterpret_cast<const void*>(g.strided_narrow[r]));
+      add(KernelFamily::gemm_rows_bk, "gemm_rows_bk256", r, g.nr, 0, g.nr,
+          reinterpret_cast<const void*>(g.rows_bk[r]));
+    }
+    for (int r = 1; r <= arch::kMaxWideRows; ++r)
+      for (int j = 0; j < arch::kWideWidths; ++j) {
+        add(KernelFamily::gemm_wide, "gemm_wide", r, W << j, 0, 0,
+            reinterpret_cast<const void*>(g.wide[r][j]));
+        if (g.wide_prefetching[r][j] != g.wide[r][j])
+          add(KernelFamily::gemm_wide_prefetching, "gemm_wide_prefetch_b", r, W << j, 0, 0,
+              reinterpret_cast<const void*>(g.wide_prefetching[r][j]));
+      }
+    for (int r = 1; r <= g.dot_rows; ++r) {
+      add(KernelFamily::gemm_dot, "gemm_dot", r, g.dot_cols[r], 0, 0,
+          reinterpret_cast<const void*>(g.dot[r]));
+      add(KernelFamily::gemm_dot, "gemm_dot", r, 1, 0, 0, reinterpret_cast<const void*>(g.dot1[r]));
+    }
+    add(KernelFamily::gemm_dot_stream, "gemm_dot_stream", 1, g.dot_cols[1], 0, 0,
+        reinterpret_cast<const void*>(g.dot_stream));
+  }
+};
+
+}  // namespace
+
+const char* family_name(KernelFamily f) { return kFamilyNames[static_cast<size_t>(f)]; }
+
+std::vector<KernelRow> kernel_registry() {
+  std::vector<KernelRow> out;
+  const char* names[8];
+  const int n = tables_for(hardware(), names, 8);
+  for (int i = 0; i < n; ++i)
+    if (const arch::KernelTable* t = find_table(names[i])) Adder{*t, out}.table();
+  return out;
+}
+
+}  // namespace tessera::detail

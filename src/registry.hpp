@@ -1,0 +1,45 @@
+// The kernel registry: every micro-kernel of every table this CPU runs, described once by a
+// name that says its whole configuration (f32_gemm_packed_14x32_mr14_avx512), its family (the
+// contract it keeps, in arch/common's headers), its tile, its table and the CPU features that
+// table needs. The testers iterate it (tests/ukernel_test.cpp): a kernel is tested on the
+// whole edge lattice of its family by being in a table. TESSERA_VERBOSE names kernels the same
+// way.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../arch/kernels.hpp"
+
+namespace tessera::detail {
+
+enum class KernelFamily : uint8_t {
+  gemm_packed,            // GemmPackedFn: A a packed panel (MR floats per k step), B packed
+  gemm_packed_narrow,     // GemmPackedFn: one vector of columns out of a full-width packed B
+  gemm_rows_bk,           // GemmPackedFn: A rows kAttentionBK floats apart, B packed
+  gemm_strided,           // GemmStridedFn: A through strides, B rows ldb apart
+  gemm_strided_narrow,    // GemmStridedFn: one vector of columns
+  gemm_wide,              // GemmStridedFn: few rows, 1-8 vectors of columns
+  gemm_wide_prefetching,  // GemmStridedFn: as gemm_wide, B prefetched ahead
+  gemm_dot,               // GemmDotFn: C = alpha A B^T + beta C, r x cols
+  gemm_dot_stream,        // GemmDotFn: as gemm_dot, one row, B rows in order
+  count
+};
+const char* family_name(KernelFamily f);
+
+struct KernelRow {
+  std::string name;
+  const char* table = "";
+  const char* features = "";  // what the table's CPU must have
+  KernelFamily family{};
+  int rows = 0;              // r: rows of C
+  int cols = 0;              // columns of C it writes at most (NR, or the dot kernel's exact count)
+  int mr = 0;                // packed A: floats per k step of the panel
+  int ldb = 0;               // packed B: floats per k step of the panel
+  const void* fn = nullptr;  // the entry point, of the family's type
+};
+
+// Every kernel of every table this build has and this CPU runs, table by table.
+std::vector<KernelRow> kernel_registry();
+
+}  // namespace tessera::detail

@@ -1,0 +1,200 @@
+// One tester per GEMM micro-kernel family, run over every registered kernel of every table this
+// CPU runs (src/registry.hpp): each kernel called directly on the edge lattice of its contract
+// (arch/common/gemm_ukernel.hpp, gemm_dot.hpp) - k from 0 past the prefetch distance, column
+// counts at the vector edges, A packed, row-major or transposed, padded strides, beta = 0 over a
+// NaN-poisoned C, and a guard band around C that must come back untouched. Registering a kernel
+// in a table is what puts it under test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/dispatch.hpp"
+#include "src/registry.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+namespace arch = tessera::arch;
+using tessera::detail::KernelFamily;
+using tessera::detail::KernelRow;
+
+constexpr float kGuard = -7777.0f;
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct Scalars {
+  float alpha, beta;
+};
+constexpr Scalars kScalars[] = {{1.0f, 0.0f}, {-0.5f, 1.0f}, {2.0f, 0.3f}};
+
+// One call of a kernel: C (r x nr, rows ldc apart, inside a guard band) against the double sum
+// of the same A(i, p) and B(p, j) accessors.
+struct Case {
+  int64_t r, nr, k, ldc;
+  Scalars s;
+};
+
+template <class AAt, class BAt, class Call>
+void check(const KernelRow& row, const Case& cs, AAt a_at, BAt b_at, Call call, const char* what) {
+  const int64_t rows = cs.r + 2, ldc = cs.ldc;
+  std::vector<float> c(size_t(rows * ldc), kGuard);
+  auto at = [&](int64_t i, int64_t j) -> float& { return c[size_t((i + 1) * ldc + j + 1)]; };
+  std::vector<float> c0(size_t(cs.r * cs.nr));
+  for (int64_t i = 0; i < cs.r; ++i)
+    for (int64_t j = 0; j < cs.nr; ++j)
+      at(i, j) = c0[size_t(i * cs.nr + j)] =
+          cs.s.beta == 0.0f ? kNaN : float(std::sin(double(i * 7 + j)));
+  call(&at(0, 0));
+  int bad = 0;
+  for (int64_t i = -1; i <= cs.r; ++i)
+    for (int64_t j = -1; j < ldc - 1; ++j) {
+      const bool inside = i >= 0 && i < cs.r && j >= 0 && j < cs.nr;
+      const float got = at(i, j);
+      if (!inside) {
+        if (got != kGuard && ++bad <= 3)
+          ADD_FAILURE() << row.name << " " << what << ": wrote outside C at (" << i << ", " << j
+                        << ")";
+        continue;
+      }
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < cs.k; ++p) {
+        const double ab = double(a_at(i, p)) * double(b_at(p, j));
+        sum += ab, mag += std::fabs(ab);
+      }
+      const double c_in = cs.s.beta == 0.0f ? 0.0 : double(c0[size_t(i * cs.nr + j)]);
+      const double want = double(cs.s.alpha) * sum + double(cs.s.beta) * c_in;
+      const double bound = 2.0 * std::sqrt(double(std::max<int64_t>(cs.k, 1))) * 1.2e-7 *
+                               (std::fabs(cs.s.alpha) * mag + std::fabs(cs.s.beta * c_in)) +
+                           1e-30;
+      if (!(std::fabs(double(got) - want) <= bound) && ++bad <= 3)
+        ADD_FAILURE() << row.name << " " << what << ": C(" << i << ", " << j << ") = " << got
+                      << ", want " << want << " (k " << cs.k << ", nr " << cs.nr << ", alpha "
+                      << cs.s.alpha << ", beta " << cs.s.beta << ")";
+    }
+}
+
+std::vector<float> data(size_t n, uint32_t seed) { return tt::random_vec(n, seed); }
+
+// Column counts at the edges of the vectors and of the tile, within 1..cols.
+std::vector<int64_t> column_counts(int64_t cols, int64_t w) {
+  std::set<int64_t> s{1, cols};
+  for (int64_t c : {w - 1, w, w + 1, cols - 1})
+    if (c >= 1 && c <= cols) s.insert(c);
+  return {s.begin(), s.end()};
+}
+
+constexpr int64_t kKs[] = {0, 1, 3, 17, 64, 257};
+
+void test_packed(const KernelRow& row, int64_t w) {
+  const auto fn = reinterpret_cast<arch::GemmPackedFn>(row.fn);
+  const bool rows_bk = row.family == KernelFamily::gemm_rows_bk;
+  const int64_t a_rs = rows_bk ? arch::kAttentionBK : 1, a_cs = rows_bk ? 1 : row.mr;
+  int combo = 0;
+  for (int64_t k : kKs) {
+    if (rows_bk) k = std::min<int64_t>(k, arch::kAttentionBK);  // a P row holds BK keys
+    for (int64_t nr : column_counts(row.cols, w)) {
+      const Scalars s = kScalars[combo++ % 3];
+      const int64_t ldb = row.ldb;
+      const auto a = data(size_t((row.rows + 1) * a_rs + k * a_cs + 1), uint32_t(combo));
+      // B panel rows are ldb floats; columns past nr are zero (a padded panel).
+      auto b = data(size_t(k * ldb + 1), uint32_t(combo + 100));
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = nr; j < ldb; ++j) b[size_t(p * ldb + j)] = 0.0f;
+      check(
+          row, {row.rows, nr, k, row.cols + 3, s},
+          [&](int64_t i, int64_t p) { return a[size_t(i * a_rs + p * a_cs)]; },
+          [&](int64_t p, int64_t j) { return b[size_t(p * ldb + j)]; },
+          [&](float* c) { fn(k, a.data(), b.data(), c, row.cols + 3, nr, s.alpha, s.beta); },
+          "packed");
+    }
+  }
+}
+
+void test_strided(const KernelRow& row, int64_t w) {
+  const auto fn = reinterpret_cast<arch::GemmStridedFn>(row.fn);
+  int combo = 0;
+  for (bool trans : {false, true})
+    for (int64_t k : kKs)
+      for (int64_t nr : column_counts(row.cols, w)) {
+        const Scalars s = kScalars[combo++ % 3];
+        const int64_t lda = trans ? row.rows + 2 : k + 3;  // padded
+        const int64_t a_rs = trans ? 1 : lda, a_cs = trans ? lda : 1;
+        const int64_t ldb = row.cols + (combo % 2 ? 5 : 0);
+        const auto a = data(size_t((trans ? k : row.rows) * lda + 1), uint32_t(combo));
+        // Every B row holds cols readable floats (the contract); only nr are used.
+        const auto b = data(size_t(std::max<int64_t>(k, 1) * ldb), uint32_t(combo + 100));
+        check(
+            row, {row.rows, nr, k, row.cols + 3, s},
+            [&](int64_t i, int64_t p) { return a[size_t(i * a_rs + p * a_cs)]; },
+            [&](int64_t p, int64_t j) { return b[size_t(p * ldb + j)]; },
+            [&](float* c) {
+              fn(k, a.data(), a_rs, a_cs, b.data(), ldb, c, row.cols + 3, nr, s.alpha, s.beta);
+            },
+            trans ? "strided A^T" : "strided");
+      }
+}
+
+void test_dot(const KernelRow& row) {
+  const auto fn = reinterpret_cast<arch::GemmDotFn>(row.fn);
+  int combo = 0;
+  for (int64_t k :
+       {int64_t(0), int64_t(1), int64_t(5), int64_t(17), int64_t(64), int64_t(128), int64_t(257)}) {
+    const Scalars s = kScalars[combo++ % 3];
+    const int64_t lda = k + 2, ldb = k + 1;
+    const auto a = data(size_t(row.rows * lda + 1), uint32_t(combo));
+    const auto b = data(size_t(row.cols * ldb + 1), uint32_t(combo + 100));
+    check(
+        row, {row.rows, row.cols, k, row.cols + 3, s},
+        [&](int64_t i, int64_t p) { return a[size_t(i * lda + p)]; },
+        [&](int64_t p, int64_t j) { return b[size_t(j * ldb + p)]; },
+        [&](float* c) { fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta); },
+        "dot");
+  }
+}
+
+TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
+  const auto registry = tessera::detail::kernel_registry();
+  ASSERT_FALSE(registry.empty());
+  std::set<std::string> tables, names;
+  for (const KernelRow& row : registry) {
+    SCOPED_TRACE(row.name);
+    EXPECT_TRUE(names.insert(row.name).second) << "registered twice: " << row.name;
+    tables.insert(row.table);
+    const auto* t = tessera::detail::find_table(row.table);
+    ASSERT_NE(t, nullptr);
+    const int64_t w = t->simd_floats;
+    switch (row.family) {
+      case KernelFamily::gemm_packed:
+      case KernelFamily::gemm_packed_narrow:
+      case KernelFamily::gemm_rows_bk:
+        test_packed(row, w);
+        break;
+      case KernelFamily::gemm_strided:
+      case KernelFamily::gemm_strided_narrow:
+      case KernelFamily::gemm_wide:
+      case KernelFamily::gemm_wide_prefetching:
+        test_strided(row, w);
+        break;
+      case KernelFamily::gemm_dot:
+      case KernelFamily::gemm_dot_stream:
+        test_dot(row);
+        break;
+      case KernelFamily::count:
+        FAIL();
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  // Every table the CPU runs is in the registry.
+  EXPECT_EQ(tables.size(), tt::isas().size());
+  std::printf("%zu registered GEMM micro-kernels tested on tables:", registry.size());
+  for (const auto& t : tables) std::printf(" %s", t.c_str());
+  std::printf("\n");
+}
+
+}  // namespace
