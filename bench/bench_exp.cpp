@@ -2,6 +2,7 @@
 // on AVX-512 machines, xsimd::exp and glibc's libmvec expf.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "../src/dispatch.hpp"
 #include "harness.hpp"
@@ -34,7 +35,9 @@ void register_array(const std::string& name, F fn, float lo = -80.0f, float hi =
 }  // namespace
 
 void register_exp() {
-  for (const char* isa : {"avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"}) {
+  const char* names[8];
+  const int tables = tessera::detail::tables_for(tessera::detail::hardware(), names, 8);
+  for (const char* isa : std::vector<const char*>(names, names + tables)) {
     const tessera::arch::KernelTable* t = tessera::detail::find_table(isa);
     if (!t) continue;
     register_array(std::string("exp/tessera-") + isa, t->softmax.exp);

@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <string>
+#include <vector>
 
 #include "../src/dispatch.hpp"
 #include "harness.hpp"
@@ -11,7 +12,9 @@
 namespace bench {
 
 void register_peak() {
-  for (const char* isa : {"avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"}) {
+  const char* names[8];
+  const int tables = tessera::detail::tables_for(tessera::detail::hardware(), names, 8);
+  for (const char* isa : std::vector<const char*>(names, names + tables)) {
     const tessera::arch::KernelTable* table = tessera::detail::find_table(isa);
     if (!table) continue;
     for (int t : thread_counts()) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "src/dispatch.hpp"
 #include "tessera/threading.hpp"
 
 namespace tt {
@@ -46,12 +47,13 @@ inline double rel_err(const std::vector<float>& out, const std::vector<float>& r
   return rel_err(out.data(), ref.data(), std::min(out.size(), ref.size()));
 }
 
-// Every kernel table the machine runs, best first as the dispatcher ranks them.
+// Every kernel table the machine runs, best first as the dispatcher ranks them (a table added
+// to the dispatcher is tested by every per-table fixture; Contract.EveryTableThisCpuRunsIsTested
+// checks the list against the CPU's features read apart).
 inline std::vector<std::string> isas() {
-  std::vector<std::string> out;
-  for (const char* name : {"avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"})
-    if (tessera::isa_supported(name)) out.emplace_back(name);
-  return out;
+  const char* names[8];
+  const int n = tessera::detail::tables_for(tessera::detail::hardware(), names, 8);
+  return {names, names + n};
 }
 
 // Fixture base: selects the table named by the test parameter for the test's duration.

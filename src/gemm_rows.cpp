@@ -1,0 +1,173 @@
+// The few-row executors: A's rows times B^T as dot products (K read in place), and times B in
+// place through the wide kernels, by columns, by fixed chunks of k, or with B streamed row by
+// row. Plans come from src/gemm_plan.cpp.
+#include <algorithm>
+#include <atomic>
+
+#include "error.hpp"
+#include "gemm_plan.hpp"
+#include "gemm_rows.hpp"
+#include "gemm_split.hpp"
+#include "scratch.hpp"
+
+namespace tessera::detail {
+
+using arch::GemmKernels;
+using namespace gemm_split;
+
+// ---- few rows of A times B^T: dot products, K read in place ------------------------------
+void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
+  const int64_t R = kt.dot_rows;
+  const int64_t row_blocks = ceil_div(p.m, R);
+  // Column blocks of 64 keys: enough work per task to hide the scheduling, and a fixed split.
+  constexpr int64_t kColsPerTask = 64;
+  auto body = [&](int64_t ib0, int64_t ib1, int64_t jb0, int64_t jb1) {
+    for (int64_t ib = ib0; ib < ib1; ++ib) {
+      const int64_t i = ib * R, rows = std::min(R, p.m - i), J = kt.dot_cols[rows];
+      const float* a = p.a + i * p.lda;
+      const int64_t j_end = std::min(p.n, jb1 * kColsPerTask);
+      int64_t j = jb0 * kColsPerTask;
+      if (rows == 1) {
+        const int64_t whole = (j_end - j) / J * J;
+        kt.dot_row_run(p.k, a, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, whole, p.alpha, p.beta);
+        j += whole;
+      }
+      for (; j + J <= j_end; j += J)
+        kt.dot[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc, p.alpha,
+                     p.beta);
+      for (; j < j_end; ++j)
+        kt.dot1[rows](p.k, a, p.lda, p.b + j * p.ldb, p.ldb, p.c + i * p.ldc + j, p.ldc, p.alpha,
+                      p.beta);
+    }
+  };
+  // On several threads, one fixed contiguous range of K rows per thread (a static partition, as
+  // BLIS splits a GEMV): the product only streams K, and a caller that repeats it over the same
+  // K (the benchmark; a K reused across steps) then finds each thread's range in its own L2,
+  // where dynamic chunks landed on either core. 1 x 4096 x 128 on 2 threads, interleaved, 6
+  // runs: 39.9 -> 43.3 GFLOP/s (median; BLIS 45 in the same runs).
+  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
+  const int64_t col_blocks = ceil_div(p.n, kColsPerTask);
+  if (threads > 1 && col_blocks >= threads) {
+    static_slices(col_blocks, threads,
+                  [&](int64_t jb0, int64_t jb1, bool) { body(0, row_blocks, jb0, jb1); });
+    return;
+  }
+  for_grid(row_blocks, col_blocks, parallel, body);
+}
+
+// ---- few rows of A times B in place: the wide kernels --------------------------------------
+// m <= 4 (GEMV-like: decode's P V, a batch of a few tokens through a projection). The NR-column
+// kernel gave one row only NV FMA chains, each k long, and read B as n / NR strided streams;
+// the wide kernels (up to 8 vectors) give 8 chains and read a whole row of a 128-column B as
+// one stream. The columns split into one contiguous run of whole vectors per thread (a static
+// partition, as gemm_dot's); each call covers the widest run the table has; columns past the
+// last whole vector are packed into a zero-padded panel (B is read in place only within its
+// rows). Every C element is one accumulator lane summing k in order, so the sums do not depend
+// on the split or the widths. AVX-512, interleaved, medians, GFLOP/s NR panels -> wide (oneDNN
+// in the same runs): 1 x 128 x 4096 1 thread 26.2 -> 52.4 (42.5), 2 threads 52.9 -> 70.8
+// (90.2); 4 x 1024 x 1024 1 thread 57.0 -> 100.2 (96.2), 2 threads 101.8 -> 158.1 (163.9).
+// (Without the kernel's B prefetches the 4-row product ran ~20-30% faster, its 64-column
+// strips hopping 4 KB rows, but whole 128-column rows ~14% slower, decode's P V among them.)
+//
+// A B past the tuning row's stream_b_bytes is streamed row by row instead (gemm_rows_stream.hpp),
+// each thread's columns over blocks of 8 rows of k: whole 4 KB rows of B are read in turn, where
+// the strips read 256 bytes of every row and ran at ~12 GB/s from L3. 4 x 1024 x 1024 (B 4 MB),
+// medians of 5, GFLOP/s strips -> rows (oneDNN in the same run): 1 thread 23.6 -> 57.0 (44.5), 2
+// threads 48.3 -> 88.7 (76.2). The sums are the wide kernels' (one accumulator, k in order).
+// A narrow B (rows of at most kNarrowRowFloats) is split along k instead, at fixed positions
+// (chunks of kWideKChunk rows: a function of k alone, never of the thread count, as the fused
+// attention's decode chunks are): each chunk's sums go to a partial m x n block, and the blocks
+// are added in chunk order, so C is the same for any number of threads. Split by columns, each
+// thread read every B row in part (1 x 128 x 4096: 256 of each 512 bytes) and the hardware
+// prefetchers fetched the other thread's lines as well; split by k, each thread streams one
+// contiguous range. Two threads on 1 x 128 x 4096, standalone loops, medians of 20000 calls:
+// 17.2 us by columns, 9.6 us by k (oneDNN: 11.1 us).
+// The calling thread's zero-padded panel for gemm_wide_rows' columns past the last whole vector
+// of n, k rows deep: nullptr when n is whole vectors, or when it cannot be allocated (oom set).
+static float* tail_panel(const GemmKernels& kt, int64_t n, int64_t k, std::atomic<bool>& oom) {
+  if (n % kt.simd_floats == 0) return nullptr;
+  float* panel = thread_scratch(ScratchSlot::gemm_b).floats(size_t(k * kt.nr));
+  if (!panel) oom = true;
+  return panel;
+}
+
+Status gemm_wide_k_chunks(const GemmKernels& kt, const GemmProblem& p, bool parallel,
+                          bool b_streams) {
+  const int64_t chunks = ceil_div(p.k, kWideKChunk), block = p.m * p.n;
+  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
+  float* partial = thread_scratch(ScratchSlot::gemm_a).floats(size_t(chunks * block));
+  if (!partial) return fail(Status::out_of_memory, "cannot allocate the partial sums");
+  std::atomic<bool> oom{false};
+  auto run = [&](int64_t c0, int64_t c1, bool) {
+    float* panel = tail_panel(kt, p.n, kWideKChunk, oom);
+    if (oom) return;
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t k0 = c * kWideKChunk;
+      gemm_wide_rows(kt, p.m, std::min(kWideKChunk, p.k - k0), p.a + k0 * a_cs, a_rs, a_cs,
+                     p.b + k0 * p.ldb, p.ldb, partial + c * block, p.n, p.n, 1.0f, 0.0f, panel,
+                     b_streams);
+    }
+  };
+  thread_slices(chunks, parallel, run);
+  if (oom) return fail(Status::out_of_memory, "cannot allocate a packed B panel");
+  // Chunk 0's block accumulates the others, in chunk order.
+  for (int64_t q = 1; q < chunks; ++q)
+    for (int64_t e = 0; e < block; ++e) partial[e] += partial[q * block + e];
+  for (int64_t i = 0; i < p.m; ++i) {
+    float* c = p.c + i * p.ldc;
+    const float* sum = partial + i * p.n;
+    if (p.beta == 0.0f)
+      for (int64_t j = 0; j < p.n; ++j) c[j] = p.alpha * sum[j];
+    else
+      for (int64_t j = 0; j < p.n; ++j) c[j] = p.alpha * sum[j] + p.beta * c[j];
+  }
+  return Status::ok;
+}
+
+// stream: B streamed row by row (gemm_rows_stream.hpp) rather than walked in strips.
+Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel, bool stream) {
+  const int64_t W = kt.simd_floats, vectors = p.n / W;
+  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
+  std::atomic<bool> oom{false};
+  // Vectors [v0, v1), and the columns past the last whole vector with the last slice.
+  auto columns = [&](int64_t v0, int64_t v1, bool tail) {
+    int64_t n = tail ? p.n - v0 * W : (v1 - v0) * W, j0 = v0 * W;
+    if (stream && v1 > v0) {
+      const int64_t whole = (v1 - v0) * W;
+      float* acc = thread_scratch(ScratchSlot::gemm_a).floats(size_t(p.m * whole));
+      if (!acc) {
+        oom = true;
+        return;
+      }
+      kt.rows_stream[p.m](p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, acc, p.c + j0, p.ldc, whole,
+                          p.alpha, p.beta);
+      j0 += whole, n -= whole;
+      if (n == 0) return;
+    }
+    float* panel = tail_panel(kt, n, p.k, oom);
+    if (oom) return;
+    gemm_wide_rows(kt, p.m, p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, p.c + j0, p.ldc, n, p.alpha,
+                   p.beta, panel);
+  };
+  thread_slices(vectors, parallel, columns);
+  return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel or the sums")
+             : Status::ok;
+}
+
+void gemm_wide_rows(const GemmKernels& kt, int64_t r, int64_t k, const float* a, int64_t a_rs,
+                    int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,
+                    float alpha, float beta, float* panel, bool b_streams) {
+  const int64_t W = kt.simd_floats, whole = n / W * W;
+  const auto& wide = b_streams ? kt.wide_prefetching : kt.wide;
+  for (int64_t j0 = 0; j0 < whole;) {
+    const int j = arch::wide_index(kt, int(r), (whole - j0) / W);
+    const int64_t nr = (int64_t(1) << j) * W;
+    wide[r][j](k, a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, nr, alpha, beta);
+    j0 += nr;
+  }
+  if (whole == n) return;
+  kt.pack_b(false, k, n - whole, b + whole, ldb, panel);
+  kt.wide[r][0](k, a, a_rs, a_cs, panel, kt.nr, c + whole, ldc, n - whole, alpha, beta);
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,18 @@
+// The few-row executors (src/gemm_rows.cpp), run by gemm_execute for the dot, wide and
+// wide_k_chunks paths of a plan.
+#pragma once
+
+#include "gemm_driver.hpp"
+
+namespace tessera::detail {
+
+// C = alpha A B^T + beta C, few rows of A: dot products along k, K read in place.
+void gemm_dot(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel);
+// C = alpha A B + beta C, at most kMaxWideRows rows, by columns; stream: B streamed row by row.
+Status gemm_wide(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel, bool stream);
+// The same over fixed chunks of k (plan_gemm: kWideKChunk), the partial sums added in chunk
+// order; b_streams: the kernels that prefetch B.
+Status gemm_wide_k_chunks(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel,
+                          bool b_streams);
+
+}  // namespace tessera::detail
