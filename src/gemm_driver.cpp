@@ -39,20 +39,16 @@ Status gemm_unpacked_a(const GemmKernels& kt, const Tuning& tn, const GemmProble
   // B panels in place (unpacked_b_in_place) or packed a panel at a time by the task that uses
   // them, so that no packing step of its own (a fork-join) comes before the products.
   const bool b_in_place = unpacked_b_in_place(kt, tn, p);
-  std::atomic<bool> oom{false};
+  TaskScratch scratch;
+  if (!scratch.reserve(!b_in_place || p.n % NR != 0 ? size_t(NR * p.k) : 0, parallel))
+    return fail(Status::out_of_memory, "cannot allocate the packed B panels");
   // Column panels split first: a task then packs only the panels it uses.
-  const auto body = [&](int64_t q0, int64_t q1, int64_t ib0, int64_t ib1) {
-    float* buf = nullptr;
+  const auto tiles = [&](int64_t q0, int64_t q1, int64_t ib0, int64_t ib1, float* buf) {
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t j = q * NR, nr = std::min(NR, p.n - j);
       const float* b = p.b + j;
       int64_t ldb = p.ldb;
       if (!b_in_place || nr < NR) {
-        if (!buf) buf = thread_scratch(ScratchSlot::gemm_b).floats(size_t(NR * p.k));
-        if (!buf) {
-          oom = true;
-          return;
-        }
         kt.pack_b(p.tb, p.k, nr, p.tb ? p.b + j * p.ldb : b, p.ldb, buf);
         b = buf, ldb = NR;
       }
@@ -68,12 +64,14 @@ Status gemm_unpacked_a(const GemmKernels& kt, const Tuning& tn, const GemmProble
       }
     }
   };
+  const auto body = [&](int64_t q0, int64_t q1, int64_t ib0, int64_t ib1) {
+    scratch.with_slice([&](float* buf) { tiles(q0, q1, ib0, ib1, buf); });
+  };
   if (parallel && column_slices)
     thread_slices(panels, true,
                   [&](int64_t q0, int64_t q1, bool) { body(q0, q1, 0, ceil_div(p.m, MR)); });
   else
     for_grid(panels, ceil_div(p.m, MR), parallel, body);
-  if (oom) return fail(Status::out_of_memory, "cannot allocate a packed B panel");
   return Status::ok;
 }
 
@@ -106,24 +104,37 @@ Status gemm_small_tiles(const GemmKernels& kt, const GemmProblem& p, SmallTiles 
     });
     return Status::ok;
   }
-  std::atomic<bool> oom{false};
+  TaskScratch scratch;
+  if (!scratch.reserve(size_t(NS * p.k), parallel))
+    return fail(Status::out_of_memory, "cannot allocate the packed B panels");
   thread_slices(ceil_div(p.n, NS), parallel, [&](int64_t q0, int64_t q1, bool) {
-    float* panel = thread_scratch(ScratchSlot::gemm_b).floats(size_t(NS * p.k));
-    if (!panel) {
-      oom = true;
-      return;
-    }
-    for (int64_t j = q0 * NS; j < std::min(p.n, q1 * NS); j += NS) {
-      const int64_t nr = std::min(NS, p.n - j);
-      kt.pack_b_small(p.tb, p.k, nr, p.tb ? p.b + j * p.ldb : p.b + j, p.ldb, panel);
-      small_column(kt, p, a_rs, a_cs, 0, p.m, panel, NS, p.c + j, nr);
-    }
+    scratch.with_slice([&](float* panel) {
+      for (int64_t j = q0 * NS; j < std::min(p.n, q1 * NS); j += NS) {
+        const int64_t nr = std::min(NS, p.n - j);
+        kt.pack_b_small(p.tb, p.k, nr, p.tb ? p.b + j * p.ldb : p.b + j, p.ldb, panel);
+        small_column(kt, p, a_rs, a_cs, 0, p.m, panel, NS, p.c + j, nr);
+      }
+    });
   });
-  return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel") : Status::ok;
+  return Status::ok;
 }
 
 // ---- the blocked path: pack A blocks and B blocks, micro-kernels over the packed panels --------
-Status gemm_blocked(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p, bool parallel) {
+// The scratch of a serial blocked product: its packed B block, then one packed A block (an
+// upper bound for any n up to p.n: A packed or not).
+size_t blocked_serial_floats(const GemmKernels& kt, const GemmProblem& p) {
+  const int64_t NR = kt.nr, KC = kt.kc, kc = std::min(KC, p.k);
+  const int64_t b = p.b_packed ? 0 : kc * std::min(round_up(kt.nc, NR), round_up(p.n, NR));
+  const int64_t row_panels = ceil_div(p.m, kt.mr);
+  const int64_t row_blocks =
+      std::min(row_panels, std::max(ceil_div(p.m, int64_t(kt.mc)), int64_t(2)));
+  return size_t(b + ceil_div(row_panels, row_blocks) * kt.mr * kc);
+}
+
+// given: a serial product's scratch (blocked_serial_floats), reserved by the caller; else B's
+// block comes from the calling thread's scratch and each task's A block from TaskScratch.
+Status gemm_blocked(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p, bool parallel,
+                    float* given = nullptr) {
   const int64_t MR = kt.mr, NR = kt.nr, KC = kt.kc, NC = kt.nc;
   // Row blocks: at most MC rows each, at least two per thread, their count a multiple of the
   // thread count, and the MR panels dealt out evenly among them, so that threads split rows
@@ -140,16 +151,19 @@ Status gemm_blocked(const GemmKernels& kt, const Tuning& tn, const GemmProblem& 
   // Block ib: rows [first_row(ib), first_row(ib + 1)).
   auto first_row = [&](int64_t ib) { return std::min(p.m, ib * row_panels / row_blocks * MR); };
   const int64_t n_padded = round_up(p.n, NR);
-  float* b_buf = nullptr;
-  if (!p.b_packed) {
-    b_buf = thread_scratch(ScratchSlot::gemm_b)
-                .floats(size_t(std::min(KC, p.k) * std::min(round_up(NC, NR), n_padded)));
-    if (!b_buf) return fail(Status::out_of_memory, "cannot allocate the packed B block");
-  }
-  std::atomic<bool> oom{false};
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
   const BlockedChoices choice = plan_blocked(kt, tn, p);
   const bool pack_a = choice.pack_a, a_next = choice.a_next, rows_outer = choice.rows_outer;
+  const size_t b_floats =
+      p.b_packed ? 0 : size_t(std::min(KC, p.k) * std::min(round_up(NC, NR), n_padded));
+  float* b_buf = given;
+  TaskScratch a_scratch;
+  if (!given) {
+    if (b_floats > 0 && !(b_buf = thread_scratch(ScratchSlot::gemm_b).floats(b_floats)))
+      return fail(Status::out_of_memory, "cannot allocate the packed B block");
+    if (!a_scratch.reserve(pack_a ? size_t(MC * std::min(KC, p.k)) : 0, parallel))
+      return fail(Status::out_of_memory, "cannot allocate the packed A blocks");
+  }
   for (int64_t jc = 0; jc < p.n; jc += NC) {
     const int64_t nc = std::min(NC, p.n - jc);
     const int64_t panels = ceil_div(nc, NR);
@@ -168,15 +182,7 @@ Status gemm_blocked(const GemmKernels& kt, const Tuning& tn, const GemmProblem& 
         });
         bp = b_buf;
       }
-      for_grid(row_blocks, panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
-        float* a_buf = nullptr;
-        if (pack_a) {
-          a_buf = thread_scratch(ScratchSlot::gemm_a).floats(size_t(MC * kc));
-          if (!a_buf) {
-            oom = true;
-            return;
-          }
-        }
+      const auto blocks = [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1, float* a_buf) {
         for (int64_t ib = ib0; ib < ib1; ++ib) {
           const int64_t ic = first_row(ib), mc = first_row(ib + 1) - ic;
           const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
@@ -232,8 +238,13 @@ Status gemm_blocked(const GemmKernels& kt, const Tuning& tn, const GemmProblem& 
             }
           }
         }
+      };
+      for_grid(row_blocks, panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
+        if (given)
+          blocks(ib0, ib1, q0, q1, given + b_floats);
+        else
+          a_scratch.with_slice([&](float* a_buf) { blocks(ib0, ib1, q0, q1, a_buf); });
       });
-      if (oom) return fail(Status::out_of_memory, "cannot allocate a packed A block");
     }
   }
   return Status::ok;
@@ -272,22 +283,25 @@ void gemm_pack_b_full(const GemmKernels& table, bool tb, int64_t k, int64_t n, c
 Status gemm_column_split(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p) {
   const int64_t panels = ceil_div(p.n, kt.nr);
   const int64_t slices = std::min<int64_t>(panels, tbb::this_task_arena::max_concurrency());
-  std::atomic<int> status{static_cast<int>(Status::ok)};
+  // Every slice's scratch, reserved here before any slice writes C.
+  GemmProblem widest = p;
+  widest.n = std::min(p.n, ceil_div(panels, slices) * kt.nr);
+  TaskScratch scratch;
+  if (!scratch.reserve(blocked_serial_floats(kt, widest), true))
+    return fail(Status::out_of_memory, "cannot allocate the packed blocks of the column slices");
   for_grid(slices, 1, true, [&](int64_t s0, int64_t s1, int64_t, int64_t) {
-    for (int64_t s = s0; s < s1; ++s) {
-      const int64_t j0 = panels * s / slices * kt.nr;
-      const int64_t j1 = std::min(p.n, panels * (s + 1) / slices * kt.nr);
-      GemmProblem slice = p;
-      slice.n = j1 - j0;
-      slice.b = p.tb ? p.b + j0 * p.ldb : p.b + j0;
-      slice.c = p.c + j0;
-      const Status st = gemm_blocked(kt, tn, slice, false);
-      if (st != Status::ok) status = static_cast<int>(st);
-    }
+    scratch.with_slice([&](float* buf) {
+      for (int64_t s = s0; s < s1; ++s) {
+        const int64_t j0 = panels * s / slices * kt.nr;
+        const int64_t j1 = std::min(p.n, panels * (s + 1) / slices * kt.nr);
+        GemmProblem slice = p;
+        slice.n = j1 - j0;
+        slice.b = p.tb ? p.b + j0 * p.ldb : p.b + j0;
+        slice.c = p.c + j0;
+        gemm_blocked(kt, tn, slice, false, buf);  // cannot fail with its scratch given
+      }
+    });
   });
-  // (The slice's own message went to the worker thread that failed.)
-  if (status != static_cast<int>(Status::ok))
-    return fail(static_cast<Status>(status.load()), "cannot allocate a packed block");
   return Status::ok;
 }
 

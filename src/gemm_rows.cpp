@@ -128,30 +128,34 @@ Status gemm_wide_k_chunks(const GemmKernels& kt, const GemmProblem& p, bool para
 Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel, bool stream) {
   const int64_t W = kt.simd_floats, vectors = p.n / W;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  std::atomic<bool> oom{false};
+  // A task's sums (streamed B: r x its whole vectors) and its zero-padded panel for the columns
+  // past the last whole vector, reserved before any task writes C.
+  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
+  const int64_t share =
+      ceil_div(vectors, std::max<int64_t>(1, std::min<int64_t>(threads, vectors)));
+  const size_t acc_floats = stream ? size_t(p.m * share * W) : 0;
+  const size_t panel_floats = p.n % W != 0 ? size_t(p.k * kt.nr) : 0;
+  TaskScratch scratch;
+  if (!scratch.reserve(acc_floats + panel_floats, parallel))
+    return fail(Status::out_of_memory, "cannot allocate a packed B panel or the sums");
   // Vectors [v0, v1), and the columns past the last whole vector with the last slice.
-  auto columns = [&](int64_t v0, int64_t v1, bool tail) {
+  auto columns = [&](int64_t v0, int64_t v1, bool tail, float* buf) {
     int64_t n = tail ? p.n - v0 * W : (v1 - v0) * W, j0 = v0 * W;
     if (stream && v1 > v0) {
       const int64_t whole = (v1 - v0) * W;
-      float* acc = thread_scratch(ScratchSlot::gemm_a).floats(size_t(p.m * whole));
-      if (!acc) {
-        oom = true;
-        return;
-      }
-      kt.rows_stream[p.m](p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, acc, p.c + j0, p.ldc, whole,
+      kt.rows_stream[p.m](p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, buf, p.c + j0, p.ldc, whole,
                           p.alpha, p.beta);
       j0 += whole, n -= whole;
       if (n == 0) return;
     }
-    float* panel = tail_panel(kt, n, p.k, oom);
-    if (oom) return;
+    float* panel = n % W != 0 ? buf + acc_floats : nullptr;
     gemm_wide_rows(kt, p.m, p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, p.c + j0, p.ldc, n, p.alpha,
                    p.beta, panel);
   };
-  thread_slices(vectors, parallel, columns);
-  return oom ? fail(Status::out_of_memory, "cannot allocate a packed B panel or the sums")
-             : Status::ok;
+  thread_slices(vectors, parallel, [&](int64_t v0, int64_t v1, bool tail) {
+    scratch.with_slice([&](float* buf) { columns(v0, v1, tail, buf); });
+  });
+  return Status::ok;
 }
 
 void gemm_wide_rows(const GemmKernels& kt, int64_t r, int64_t k, const float* a, int64_t a_rs,

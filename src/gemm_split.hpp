@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "scratch.hpp"
 #include "tsan.hpp"
 
 namespace tessera::detail::gemm_split {
@@ -76,5 +77,29 @@ void thread_slices(int64_t total, bool parallel, F&& body) {
   else
     static_slices(total, slices, body);
 }
+
+// The scratch of a product's tasks: `floats` per task running at once (one slice when serial),
+// reserved on the calling thread before any task writes C, so that an allocation failure leaves
+// C untouched (tasks that allocated their own panels could fail after others had written).
+// Zero floats reserve nothing.
+class TaskScratch {
+ public:
+  bool reserve(size_t floats, bool parallel) {
+    floats_ = floats;
+    return floats == 0 || pool_.reserve(thread_scratch(ScratchSlot::gemm_tasks), floats,
+                                        parallel ? slices_for_arena() : 1);
+  }
+  // Runs f(slice) with a slice held for its duration (nullptr when nothing was reserved).
+  template <class F>
+  void with_slice(F&& f) {
+    if (floats_ == 0) return f(static_cast<float*>(nullptr));
+    const Slices::Lease lease(pool_);
+    f(lease.get());
+  }
+
+ private:
+  Slices pool_;
+  size_t floats_ = 0;
+};
 
 }  // namespace tessera::detail::gemm_split

@@ -30,6 +30,7 @@ class Scratch {
 enum class ScratchSlot {
   gemm_a,
   gemm_b,
+  gemm_tasks,  // the slices of a product's tasks (gemm_split.hpp: TaskScratch)
   attention,
   decode_partials,
   softmax,

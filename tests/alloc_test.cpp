@@ -180,3 +180,61 @@ TEST(Allocation, BatchedWorkerFailureReportsOnTheCaller) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every GEMM path takes its tasks' scratch on the calling thread before it writes C: with the
+// worker threads' allocations failing a product still succeeds, bit for bit, and on a thread
+// without scratch whose allocations all fail it returns TESSERA_OUT_OF_MEMORY with C untouched.
+// (Tasks used to allocate their own panels: a failing task left the others' columns written.)
+TEST(Allocation, GemmScratchIsTakenBeforeAnyWrite) {
+  struct Shape {
+    int64_t m, n, k;
+    bool tb;
+    int threads;
+  };
+  const Shape shapes[] = {
+      {203, 256, 300, true, 2},     // mid-size, B^T packed per task
+      {1024, 1024, 256, false, 2},  // column slices, each packing its own blocks
+      {600, 512, 600, false, 6},    // shared blocks, an A block per task
+      {4, 1024, 1024, false, 2},    // few rows, B streamed: sums per task
+      {3, 1001, 64, false, 2},      // few rows, a column tail panel per task
+      {96, 96, 96, true, 2},        // small, B^T packed per task
+  };
+  for (const Shape& s : shapes) {
+    const auto a = tt::random_vec(size_t(s.m * s.k), 1), b = tt::random_vec(size_t(s.k * s.n), 2);
+    const int64_t ldb = s.tb ? s.k : s.n;
+    const tessera_transpose tb = s.tb ? TESSERA_TRANS : TESSERA_NO_TRANS;
+    auto run = [&](std::vector<float>& c) {
+      return tessera_sgemm(TESSERA_NO_TRANS, tb, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), ldb,
+                           0.5f, c.data(), s.n);
+    };
+    std::vector<float> want(size_t(s.m * s.n), 42.0f), got = want, untouched = want;
+    std::thread([&] {
+      tbb::task_arena(s.threads).execute([&] {
+        ASSERT_EQ(run(want), TESSERA_OK);
+        g_caller = std::this_thread::get_id();
+        g_fail_workers_only = true;
+        g_fail_aligned = true;
+        const tessera_status st = run(got);
+        g_fail_aligned = false;
+        g_fail_workers_only = false;
+        EXPECT_EQ(st, TESSERA_OK) << s.m << "x" << s.n << "x" << s.k << ": "
+                                  << tessera_last_error();
+        EXPECT_EQ(got, want) << s.m << "x" << s.n << "x" << s.k;
+      });
+    }).join();
+    std::thread([&] {
+      tbb::task_arena(s.threads).execute([&] {
+        g_fail_aligned = true;
+        const tessera_status st = run(untouched);
+        g_fail_aligned = false;
+        EXPECT_EQ(st, TESSERA_OUT_OF_MEMORY) << s.m << "x" << s.n << "x" << s.k;
+        for (float f : untouched)
+          ASSERT_EQ(f, 42.0f) << s.m << "x" << s.n << "x" << s.k << ": C written before failing";
+      });
+    }).join();
+  }
+}
+
+}  // namespace
