@@ -15,6 +15,7 @@
 #include "dispatch.hpp"
 #include "gemm_check.hpp"
 #include "gemm_plan.hpp"
+#include "gemm_split.hpp"
 #include "tsan.hpp"
 #include "tuning.hpp"
 #include "verbose.hpp"
@@ -78,6 +79,9 @@ __attribute__((always_inline)) inline void prefetch_block(const float* p, int64_
   for (int64_t r = 0; r < rows; ++r) arch::prefetch_span<2, 32>(p + r * ld, cols);
 }
 
+// Items in turn, each parallel over its own blocks. Atomic on a failure to allocate: every item
+// has the first one's plan and scratch (the same shape on the same thread), so if the first
+// reserved its scratch, the others find it there.
 template <class Item>
 Status run_in_turn(const arch::GemmKernels& kt, int64_t batch, const Item& item) {
   for (int64_t i = 0; i < batch; ++i) TESSERA_CHECK(detail::gemm_run(kt, item(i)));
@@ -106,19 +110,33 @@ Status run_per_task(const arch::GemmKernels& kt, int64_t batch, const Item& item
   const bool prefetch_next = 4.0 * (double(m) * double(k) + double(k) * double(n)) <=
                              detail::active_tuning().prefetch_next_item_bytes;
   const bool b_rows = !first.tb;
+  // Every task's scratch, reserved here before any item writes C: a slice per task running at
+  // once, as large as any item's plan needs. Plans can differ only by the operands' alignment,
+  // and every pointer's offset within a 64-byte line repeats every 16 items.
+  const detail::Tuning& tn = detail::active_tuning();
+  size_t floats = 0;
+  for (int64_t i = 0; i < std::min<int64_t>(batch, 16); ++i)
+    floats = std::max(
+        floats, detail::gemm_serial_floats(detail::plan_gemm(kt, tn, item(i), false, 1), item(i)));
+  detail::gemm_split::TaskScratch scratch;
+  if (!scratch.reserve(floats, true))
+    return detail::fail(Status::out_of_memory, "cannot allocate the scratch of the batch's tasks");
   detail::TaskStatus status;
+  const auto items = [&](int64_t i0, int64_t i1, float* buf) {
+    for (int64_t i = i0; i < i1; ++i) {
+      if (prefetch_next && i + 1 < i1)
+        prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n, b_rows ? n : k, ldb);
+      const detail::GemmProblem p = item(i);
+      status.record(detail::gemm_execute(detail::plan_gemm(kt, tn, p, false, 1), p, buf));
+    }
+  };
   detail::ForkJoin fj;
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, batch),
         detail::task_body(fj,
                           [&](const tbb::blocked_range<int64_t>& r) {
-                            for (int64_t i = r.begin(); i < r.end(); ++i) {
-                              if (prefetch_next && i + 1 < r.end())
-                                prefetch_block(b + (i + 1) * stride_b, b_rows ? k : n,
-                                               b_rows ? n : k, ldb);
-                              status.record(detail::gemm_run(kt, item(i), /*parallel=*/false));
-                            }
+                            scratch.with_slice([&](float* buf) { items(r.begin(), r.end(), buf); });
                           }),
         tbb::static_partitioner());
   });

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 
 #include "error.hpp"
 #include "gemm_plan.hpp"
@@ -31,8 +32,13 @@ void scale_c(const GemmProblem& p, bool parallel) {
 // ---- A read in place (no packing of A): few rows, small and mid-size products -----------------
 // column_slices: on several threads, one fixed share of the column panels per thread, all rows
 // (small products: fewer, larger tasks than for_grid's 2-D split; see gemm_run).
+// A task's packed B panel (none when every panel is read in place).
+size_t unpacked_a_floats(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p) {
+  return !unpacked_b_in_place(kt, tn, p) || p.n % kt.nr != 0 ? size_t(kt.nr * p.k) : 0;
+}
+
 Status gemm_unpacked_a(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p, bool parallel,
-                       bool column_slices) {
+                       bool column_slices, float* given) {
   const int64_t MR = kt.mr, NR = kt.nr;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
   const int64_t panels = ceil_div(p.n, NR);
@@ -40,7 +46,7 @@ Status gemm_unpacked_a(const GemmKernels& kt, const Tuning& tn, const GemmProble
   // them, so that no packing step of its own (a fork-join) comes before the products.
   const bool b_in_place = unpacked_b_in_place(kt, tn, p);
   TaskScratch scratch;
-  if (!scratch.reserve(!b_in_place || p.n % NR != 0 ? size_t(NR * p.k) : 0, parallel))
+  if (!scratch.reserve(unpacked_a_floats(kt, tn, p), parallel, given))
     return fail(Status::out_of_memory, "cannot allocate the packed B panels");
   // Column panels split first: a task then packs only the panels it uses.
   const auto tiles = [&](int64_t q0, int64_t q1, int64_t ib0, int64_t ib1, float* buf) {
@@ -92,8 +98,12 @@ void small_column(const GemmKernels& kt, const GemmProblem& p, int64_t a_rs, int
 }
 
 // A product through the small tiles, in the form the plan chose (gemm_plan.cpp).
-Status gemm_small_tiles(const GemmKernels& kt, const GemmProblem& p, SmallTiles form,
-                        bool parallel) {
+size_t small_tiles_floats(const GemmKernels& kt, const GemmProblem& p, SmallTiles form) {
+  return form == SmallTiles::b_in_place ? 0 : size_t(kt.small_cols * p.k);
+}
+
+Status gemm_small_tiles(const GemmKernels& kt, const GemmProblem& p, SmallTiles form, bool parallel,
+                        float* given) {
   const int64_t NS = kt.small_cols, R = kt.small_rows;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
   if (form == SmallTiles::b_in_place) {
@@ -105,7 +115,7 @@ Status gemm_small_tiles(const GemmKernels& kt, const GemmProblem& p, SmallTiles 
     return Status::ok;
   }
   TaskScratch scratch;
-  if (!scratch.reserve(size_t(NS * p.k), parallel))
+  if (!scratch.reserve(small_tiles_floats(kt, p, form), parallel, given))
     return fail(Status::out_of_memory, "cannot allocate the packed B panels");
   thread_slices(ceil_div(p.n, NS), parallel, [&](int64_t q0, int64_t q1, bool) {
     scratch.with_slice([&](float* panel) {
@@ -305,7 +315,26 @@ Status gemm_column_split(const GemmKernels& kt, const Tuning& tn, const GemmProb
   return Status::ok;
 }
 
-Status gemm_execute(const GemmPlan& plan, const GemmProblem& p) {
+size_t gemm_serial_floats(const GemmPlan& plan, const GemmProblem& p) {
+  const GemmKernels& kt = *plan.kernels;
+  switch (plan.path) {
+    case GemmPath::wide:
+      return gemm_wide_floats(kt, p, false, plan.stream_b);
+    case GemmPath::wide_k_chunks:
+      return gemm_wide_k_chunks_serial_floats(kt, p);
+    case GemmPath::small_tiles:
+      return small_tiles_floats(kt, p, plan.small);
+    case GemmPath::unpacked_a:
+      return unpacked_a_floats(kt, *plan.tuning, p);
+    case GemmPath::blocked:
+      return blocked_serial_floats(kt, p);
+    default:  // nothing, scale_c and dot take none; column_split is never serial
+      return 0;
+  }
+}
+
+Status gemm_execute(const GemmPlan& plan, const GemmProblem& p, float* given) {
+  assert(!given || !plan.parallel);  // one buffer serves one task
   const GemmKernels& kt = *plan.kernels;
   const Tuning& tn = *plan.tuning;
   const bool parallel = plan.parallel;
@@ -319,17 +348,17 @@ Status gemm_execute(const GemmPlan& plan, const GemmProblem& p) {
       gemm_dot(kt, p, parallel);
       return Status::ok;
     case GemmPath::wide:
-      return gemm_wide(kt, p, parallel, plan.stream_b);
+      return gemm_wide(kt, p, parallel, plan.stream_b, given);
     case GemmPath::wide_k_chunks:
-      return gemm_wide_k_chunks(kt, p, parallel, plan.b_streams);
+      return gemm_wide_k_chunks(kt, p, parallel, plan.b_streams, given);
     case GemmPath::small_tiles:
-      return gemm_small_tiles(kt, p, plan.small, parallel);
+      return gemm_small_tiles(kt, p, plan.small, parallel, given);
     case GemmPath::unpacked_a:
-      return gemm_unpacked_a(kt, tn, p, parallel, plan.column_slices);
+      return gemm_unpacked_a(kt, tn, p, parallel, plan.column_slices, given);
     case GemmPath::column_split:
       return gemm_column_split(kt, tn, p);
     case GemmPath::blocked:
-      return gemm_blocked(kt, tn, p, parallel);
+      return gemm_blocked(kt, tn, p, parallel, given);
   }
   return Status::ok;
 }

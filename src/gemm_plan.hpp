@@ -61,8 +61,10 @@ BlockedChoices plan_blocked(const arch::GemmKernels& kt, const Tuning& tn, const
 // The registered names of the kernels a plan runs ("f32_gemm_14x32_avx512"), into out.
 void gemm_kernel_names(const GemmPlan& plan, int64_t m, const char* isa, char* out, size_t size);
 
-// Carries a plan out (src/gemm_driver.cpp).
-Status gemm_execute(const GemmPlan& plan, const GemmProblem& p);
+// Carries a plan out (src/gemm_driver.cpp). given: for a serial plan, gemm_serial_floats of
+// scratch its caller reserved (a batch run one item per task); else the plan reserves its own.
+Status gemm_execute(const GemmPlan& plan, const GemmProblem& p, float* given = nullptr);
+size_t gemm_serial_floats(const GemmPlan& plan, const GemmProblem& p);
 // gemm_run under a given tuning row (the tests run every row's choices on this machine).
 Status gemm_run(const arch::GemmKernels& kt, const Tuning& tn, const GemmProblem& p,
                 bool parallel = true);

@@ -82,34 +82,38 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
 // prefetchers fetched the other thread's lines as well; split by k, each thread streams one
 // contiguous range. Two threads on 1 x 128 x 4096, standalone loops, medians of 20000 calls:
 // 17.2 us by columns, 9.6 us by k (oneDNN: 11.1 us).
-// The calling thread's zero-padded panel for gemm_wide_rows' columns past the last whole vector
-// of n, k rows deep: nullptr when n is whole vectors, or when it cannot be allocated (oom set).
-static float* tail_panel(const GemmKernels& kt, int64_t n, int64_t k, std::atomic<bool>& oom) {
-  if (n % kt.simd_floats == 0) return nullptr;
-  float* panel = thread_scratch(ScratchSlot::gemm_b).floats(size_t(k * kt.nr));
-  if (!panel) oom = true;
-  return panel;
+// The zero-padded panel of a task for gemm_wide_rows' columns past the last whole vector of n,
+// one chunk of k deep (none when n is whole vectors).
+static size_t k_chunk_panel_floats(const GemmKernels& kt, const GemmProblem& p) {
+  return p.n % kt.simd_floats != 0 ? size_t(kWideKChunk * kt.nr) : 0;
+}
+
+size_t gemm_wide_k_chunks_serial_floats(const GemmKernels& kt, const GemmProblem& p) {
+  return line_floats(size_t(ceil_div(p.k, kWideKChunk) * p.m * p.n)) + k_chunk_panel_floats(kt, p);
 }
 
 Status gemm_wide_k_chunks(const GemmKernels& kt, const GemmProblem& p, bool parallel,
-                          bool b_streams) {
+                          bool b_streams, float* given) {
   const int64_t chunks = ceil_div(p.k, kWideKChunk), block = p.m * p.n;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  float* partial = thread_scratch(ScratchSlot::gemm_a).floats(size_t(chunks * block));
+  // The partial sums, then each task's panel, all reserved before any task runs.
+  float* partial =
+      given ? given : thread_scratch(ScratchSlot::gemm_a).floats(size_t(chunks * block));
   if (!partial) return fail(Status::out_of_memory, "cannot allocate the partial sums");
-  std::atomic<bool> oom{false};
-  auto run = [&](int64_t c0, int64_t c1, bool) {
-    float* panel = tail_panel(kt, p.n, kWideKChunk, oom);
-    if (oom) return;
-    for (int64_t c = c0; c < c1; ++c) {
-      const int64_t k0 = c * kWideKChunk;
-      gemm_wide_rows(kt, p.m, std::min(kWideKChunk, p.k - k0), p.a + k0 * a_cs, a_rs, a_cs,
-                     p.b + k0 * p.ldb, p.ldb, partial + c * block, p.n, p.n, 1.0f, 0.0f, panel,
-                     b_streams);
-    }
-  };
-  thread_slices(chunks, parallel, run);
-  if (oom) return fail(Status::out_of_memory, "cannot allocate a packed B panel");
+  TaskScratch panels;
+  if (!panels.reserve(k_chunk_panel_floats(kt, p), parallel,
+                      given ? given + line_floats(size_t(chunks * block)) : nullptr))
+    return fail(Status::out_of_memory, "cannot allocate the packed B panels");
+  thread_slices(chunks, parallel, [&](int64_t c0, int64_t c1, bool) {
+    panels.with_slice([&](float* panel) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t k0 = c * kWideKChunk;
+        gemm_wide_rows(kt, p.m, std::min(kWideKChunk, p.k - k0), p.a + k0 * a_cs, a_rs, a_cs,
+                       p.b + k0 * p.ldb, p.ldb, partial + c * block, p.n, p.n, 1.0f, 0.0f, panel,
+                       b_streams);
+      }
+    });
+  });
   // Chunk 0's block accumulates the others, in chunk order.
   for (int64_t q = 1; q < chunks; ++q)
     for (int64_t e = 0; e < block; ++e) partial[e] += partial[q * block + e];
@@ -125,18 +129,30 @@ Status gemm_wide_k_chunks(const GemmKernels& kt, const GemmProblem& p, bool para
 }
 
 // stream: B streamed row by row (gemm_rows_stream.hpp) rather than walked in strips.
-Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel, bool stream) {
+// A task's sums (streamed B: r x its whole vectors), then its zero-padded panel for the columns
+// past the last whole vector.
+static size_t wide_acc_floats(const GemmKernels& kt, const GemmProblem& p, bool parallel,
+                              bool stream) {
   const int64_t W = kt.simd_floats, vectors = p.n / W;
-  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
-  // A task's sums (streamed B: r x its whole vectors) and its zero-padded panel for the columns
-  // past the last whole vector, reserved before any task writes C.
   const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
   const int64_t share =
       ceil_div(vectors, std::max<int64_t>(1, std::min<int64_t>(threads, vectors)));
-  const size_t acc_floats = stream ? size_t(p.m * share * W) : 0;
-  const size_t panel_floats = p.n % W != 0 ? size_t(p.k * kt.nr) : 0;
+  return stream ? line_floats(size_t(p.m * share * W)) : 0;
+}
+
+size_t gemm_wide_floats(const GemmKernels& kt, const GemmProblem& p, bool parallel, bool stream) {
+  return wide_acc_floats(kt, p, parallel, stream) +
+         (p.n % kt.simd_floats != 0 ? size_t(p.k * kt.nr) : 0);
+}
+
+Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel, bool stream,
+                 float* given) {
+  const int64_t W = kt.simd_floats, vectors = p.n / W;
+  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
+  // Reserved before any task writes C.
+  const size_t acc_floats = wide_acc_floats(kt, p, parallel, stream);
   TaskScratch scratch;
-  if (!scratch.reserve(acc_floats + panel_floats, parallel))
+  if (!scratch.reserve(gemm_wide_floats(kt, p, parallel, stream), parallel, given))
     return fail(Status::out_of_memory, "cannot allocate a packed B panel or the sums");
   // Vectors [v0, v1), and the columns past the last whole vector with the last slice.
   auto columns = [&](int64_t v0, int64_t v1, bool tail, float* buf) {

@@ -81,18 +81,22 @@ void thread_slices(int64_t total, bool parallel, F&& body) {
 // The scratch of a product's tasks: `floats` per task running at once (one slice when serial),
 // reserved on the calling thread before any task writes C, so that an allocation failure leaves
 // C untouched (tasks that allocated their own panels could fail after others had written).
-// Zero floats reserve nothing.
+// Zero floats reserve nothing. `given`: a serial product's scratch, reserved by its caller (a
+// batch run one item per task: gemm_serial_floats), used instead.
 class TaskScratch {
  public:
-  bool reserve(size_t floats, bool parallel) {
+  bool reserve(size_t floats, bool parallel, float* given = nullptr) {
     floats_ = floats;
-    return floats == 0 || pool_.reserve(thread_scratch(ScratchSlot::gemm_tasks), floats,
-                                        parallel ? slices_for_arena() : 1);
+    given_ = given;
+    if (floats == 0 || given) return true;
+    return pool_.reserve(thread_scratch(ScratchSlot::gemm_tasks), floats,
+                         parallel ? slices_for_arena() : 1);
   }
   // Runs f(slice) with a slice held for its duration (nullptr when nothing was reserved).
   template <class F>
   void with_slice(F&& f) {
     if (floats_ == 0) return f(static_cast<float*>(nullptr));
+    if (given_) return f(given_);
     const Slices::Lease lease(pool_);
     f(lease.get());
   }
@@ -100,6 +104,10 @@ class TaskScratch {
  private:
   Slices pool_;
   size_t floats_ = 0;
+  float* given_ = nullptr;
 };
+
+// Floats rounded up to whole 64-byte lines, for buffers laid one after another in a slice.
+inline size_t line_floats(size_t floats) { return (floats + 15) / 16 * 16; }
 
 }  // namespace tessera::detail::gemm_split

@@ -152,33 +152,6 @@ TEST(Allocation, FailureLeavesOutputsUntouched) {
   }).join();
 }
 
-// A batched product whose items fail on the worker threads only: the message reaches the
-// calling thread (it was left on the worker's, and the caller's own items succeeded). Products
-// of 64 x 64 x 65536 with B^T pack a 4 MB panel of B per item, more than any thread holds
-// after the tests above.
-TEST(Allocation, BatchedWorkerFailureReportsOnTheCaller) {
-  const int64_t k = 65536;
-  std::vector<float> a = tt::random_vec(size_t(4 * 64 * k), 1),
-                     b = tt::random_vec(size_t(64 * k), 2);
-  std::vector<float> c(4 * 64 * 64);
-  std::thread([&] {
-    tbb::task_arena two(2);
-    two.execute([&] {
-      g_caller = std::this_thread::get_id();
-      g_fail_workers_only = true;
-      g_fail_aligned = true;
-      const tessera_status s =
-          tessera_sgemm_strided_batched(TESSERA_NO_TRANS, TESSERA_TRANS, 64, 64, k, 1, a.data(), k,
-                                        64 * k, b.data(), k, 0, 0, c.data(), 64, 64 * 64, 4);
-      g_fail_aligned = false;
-      g_fail_workers_only = false;
-      if (s == TESSERA_OK) GTEST_SKIP() << "no worker thread took an item";
-      EXPECT_EQ(s, TESSERA_OUT_OF_MEMORY);
-      EXPECT_NE(std::string(tessera_last_error()), "") << "the message stayed on a worker";
-    });
-  }).join();
-}
-
 }  // namespace
 
 namespace {
@@ -186,42 +159,55 @@ namespace {
 // Every GEMM path takes its tasks' scratch on the calling thread before it writes C: with the
 // worker threads' allocations failing a product still succeeds, bit for bit, and on a thread
 // without scratch whose allocations all fail it returns TESSERA_OUT_OF_MEMORY with C untouched.
-// (Tasks used to allocate their own panels: a failing task left the others' columns written.)
+// (Tasks used to allocate their own panels: a failing task left the others' columns written;
+// a batch run one item per task, the other items written.)
 TEST(Allocation, GemmScratchIsTakenBeforeAnyWrite) {
   struct Shape {
     int64_t m, n, k;
     bool tb;
     int threads;
+    int64_t batch;
   };
   const Shape shapes[] = {
-      {203, 256, 300, true, 2},     // mid-size, B^T packed per task
-      {1024, 1024, 256, false, 2},  // column slices, each packing its own blocks
-      {600, 512, 600, false, 6},    // shared blocks, an A block per task
-      {4, 1024, 1024, false, 2},    // few rows, B streamed: sums per task
-      {3, 1001, 64, false, 2},      // few rows, a column tail panel per task
-      {96, 96, 96, true, 2},        // small, B^T packed per task
+      {203, 256, 300, true, 2, 1},     // mid-size, B^T packed per task
+      {1024, 1024, 256, false, 2, 1},  // column slices, each packing its own blocks
+      {600, 512, 600, false, 6, 1},    // shared blocks, an A block per task
+      {4, 1024, 1024, false, 2, 1},    // few rows, B streamed: sums per task
+      {3, 1001, 64, false, 2, 1},      // few rows, a column tail panel per task
+      {96, 96, 96, true, 2, 1},        // small, B^T packed per task
+      {2, 100, 3000, false, 2, 1},     // few rows, narrow B: k chunks, a tail panel per task
+      // Batches of one item per task, each a serial product with scratch of its own kind.
+      {64, 64, 64, true, 2, 8},      // blocked, B^T packed
+      {40, 72, 200, false, 3, 6},    // blocked, B's last panel partial
+      {150, 130, 300, false, 2, 4},  // mid-size, A in place, B packed a panel at a time
+      {3, 1001, 64, false, 2, 5},    // few rows, a column tail panel
+      {2, 100, 3000, false, 2, 4},   // few rows, narrow B: partial sums per chunk of k
   };
   for (const Shape& s : shapes) {
-    const auto a = tt::random_vec(size_t(s.m * s.k), 1), b = tt::random_vec(size_t(s.k * s.n), 2);
+    const auto a = tt::random_vec(size_t(s.batch * s.m * s.k), 1);
+    const auto b = tt::random_vec(size_t(s.batch * s.k * s.n), 2);
     const int64_t ldb = s.tb ? s.k : s.n;
     const tessera_transpose tb = s.tb ? TESSERA_TRANS : TESSERA_NO_TRANS;
     auto run = [&](std::vector<float>& c) {
-      return tessera_sgemm(TESSERA_NO_TRANS, tb, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), ldb,
-                           0.5f, c.data(), s.n);
+      return tessera_sgemm_strided_batched(TESSERA_NO_TRANS, tb, s.m, s.n, s.k, 1.0f, a.data(), s.k,
+                                           s.m * s.k, b.data(), ldb, s.k * s.n, 0.5f, c.data(), s.n,
+                                           s.m * s.n, s.batch);
     };
-    std::vector<float> want(size_t(s.m * s.n), 42.0f), got = want, untouched = want;
+    const std::string shape = std::to_string(s.batch) + " x " + std::to_string(s.m) + "x" +
+                              std::to_string(s.n) + "x" + std::to_string(s.k);
+    std::vector<float> want(size_t(s.batch * s.m * s.n), 42.0f), got = want, untouched = want;
     std::thread([&] {
       tbb::task_arena(s.threads).execute([&] {
         ASSERT_EQ(run(want), TESSERA_OK);
+        tessera_release_scratch();  // the workers' too: they would find it grown
         g_caller = std::this_thread::get_id();
         g_fail_workers_only = true;
         g_fail_aligned = true;
         const tessera_status st = run(got);
         g_fail_aligned = false;
         g_fail_workers_only = false;
-        EXPECT_EQ(st, TESSERA_OK) << s.m << "x" << s.n << "x" << s.k << ": "
-                                  << tessera_last_error();
-        EXPECT_EQ(got, want) << s.m << "x" << s.n << "x" << s.k;
+        EXPECT_EQ(st, TESSERA_OK) << shape << ": " << tessera_last_error();
+        EXPECT_EQ(got, want) << shape;
       });
     }).join();
     std::thread([&] {
@@ -229,9 +215,8 @@ TEST(Allocation, GemmScratchIsTakenBeforeAnyWrite) {
         g_fail_aligned = true;
         const tessera_status st = run(untouched);
         g_fail_aligned = false;
-        EXPECT_EQ(st, TESSERA_OUT_OF_MEMORY) << s.m << "x" << s.n << "x" << s.k;
-        for (float f : untouched)
-          ASSERT_EQ(f, 42.0f) << s.m << "x" << s.n << "x" << s.k << ": C written before failing";
+        EXPECT_EQ(st, TESSERA_OUT_OF_MEMORY) << shape;
+        for (float f : untouched) ASSERT_EQ(f, 42.0f) << shape << ": C written before failing";
       });
     }).join();
   }
