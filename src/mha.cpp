@@ -1,9 +1,9 @@
 // Multi-head attention layer: projections as GEMMs, the fused attention over strided views of
 // them (BSHD, so no transposes are copied), and the output projection.
-#include <cstdlib>
 #include <cstring>
 
 #include "check.hpp"
+#include "scratch.hpp"
 #include "tessera/attention.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/layers.hpp"
@@ -23,7 +23,9 @@ struct Counts {
   int64_t w_q = 0, w_k = 0, w_v = 0, w_o = 0;  // weights
   int64_t qd = 0, kd = 0, vd = 0;              // projection widths: heads x dim (bias lengths)
   int64_t cache_k = 0, cache_v = 0;
-  int64_t q = 0, kv_k = 0, kv_v = 0, o = 0;  // workspace buffers (K/V are 0 with a cache)
+  // Workspace buffers: the projections of Q, K and V, and attention's output. With a cache, K
+  // and V hold the cache rows the call overwrites, put back if it fails.
+  int64_t q = 0, kv_k = 0, kv_v = 0, o = 0;
 };
 
 // The workspace's bytes, or 0 when they do not fit in size_t (32-bit targets).
@@ -53,10 +55,9 @@ Status counts_of(const MhaDesc& d, Counts& c) {
         checked_count("desc->cache_capacity", {d.batch, d.cache_capacity, c.kd}, c.cache_k));
     TESSERA_CHECK(
         checked_count("desc->cache_capacity", {d.batch, d.cache_capacity, c.vd}, c.cache_v));
-  } else {
-    TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.kd}, c.kv_k));
-    TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.vd}, c.kv_v));
   }
+  TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.kd}, c.kv_k));
+  TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.vd}, c.kv_v));
   if (workspace_bytes(c) == 0)
     return detail::fail(Status::invalid_argument,
                         "desc: the workspace (%lld + %lld floats and more) does not fit in size_t",
@@ -129,7 +130,8 @@ Status check_aliasing(const MhaDesc& d, const Counts& c, const float* x_q, const
   return Status::ok;
 }
 
-// C (rows x cols, ldc) = X W (+ bias broadcast over rows).
+// C (rows x cols, ldc) = X W (+ bias broadcast over rows). The bias goes first, as C's initial
+// value: on a failure C is partly written (callers put back what they must).
 Status linear(int64_t rows, int64_t in, int64_t cols, const float* x, int64_t ldx, const float* w,
               int64_t ldw, const float* bias, float* c, int64_t ldc) {
   if (bias) {
@@ -191,12 +193,10 @@ Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float*
     if (d.batch == 0 || (d.q_len == 0 && (d.k_cache == nullptr || d.kv_len == 0)))
       return Status::ok;
 
-    void* owned = nullptr;
-    if (!workspace) {
-      owned = std::malloc(need);
-      if (!owned)
+    if (!workspace) {  // the calling thread's scratch (nested calls use the next depth's)
+      workspace = detail::thread_scratch(detail::ScratchSlot::layer).floats((need + 3) / 4);
+      if (!workspace)
         return detail::fail(Status::out_of_memory, "workspace: cannot allocate %zu bytes", need);
-      workspace = owned;
     }
     const detail::Verbose vb;
     char* base = static_cast<char*>(workspace);
@@ -226,14 +226,35 @@ Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float*
     a.q_stride[0] = Lq * Hq * D, a.q_stride[1] = D, a.q_stride[2] = Hq * D;
     a.o_stride[0] = Lq * Hq * Dv, a.o_stride[1] = Dv, a.o_stride[2] = Hq * Dv;
     const float *keys = kp, *values = vp;
+    const int64_t cap = d.cache_capacity;
+    // The cache rows this call writes, [cache_len, cache_len + kv_len) of each (batch, kv head),
+    // and a copy of them: put back if a later step fails, so that a failed call leaves the cache
+    // as it found it.
+    auto new_rows = [&](bool values_cache, int64_t bh) {
+      const int64_t dim = values_cache ? Dv : D;
+      return (values_cache ? d.v_cache : d.k_cache) + (bh * cap + d.cache_len) * dim;
+    };
+    auto copy_rows = [&](bool save) {
+      for (int64_t bh = 0; bh < B * Hk; ++bh) {
+        for (const bool v_side : {false, true}) {
+          const size_t bytes = sizeof(float) * size_t(Lkv * (v_side ? Dv : D));
+          float* saved = (v_side ? vp : kp) + bh * Lkv * (v_side ? Dv : D);
+          if (save)
+            std::memcpy(saved, new_rows(v_side, bh), bytes);
+          else
+            std::memcpy(new_rows(v_side, bh), saved, bytes);
+        }
+      }
+    };
+    const bool saved = cached && s == Status::ok;
+    if (saved) copy_rows(true);
     if (cached) {
       // Project each (batch, kv head) straight into its cache rows: [b][hk][cache_len + t][dim].
-      const int64_t cap = d.cache_capacity;
       for (int64_t b = 0; b < B && s == Status::ok; ++b) {
         for (int64_t hk = 0; hk < Hk && s == Status::ok; ++hk) {
           const float* xb = x_kv + b * Lkv * d.kv_in_dim;
-          float* kc = d.k_cache + ((b * Hk + hk) * cap + d.cache_len) * D;
-          float* vc = d.v_cache + ((b * Hk + hk) * cap + d.cache_len) * Dv;
+          float* kc = new_rows(false, b * Hk + hk);
+          float* vc = new_rows(true, b * Hk + hk);
           s = linear(Lkv, d.kv_in_dim, D, xb, d.kv_in_dim, d.w_k + hk * D, Hk * D,
                      d.b_k ? d.b_k + hk * D : nullptr, kc, D);
           if (s == Status::ok)
@@ -263,9 +284,14 @@ Status mha_forward(const MhaDesc& d, const float* x_q, const float* x_kv, float*
     a.window_left = d.window_left;
     a.window_right = d.window_right;
     if (s == Status::ok) s = attention(a, qp, keys, values, op);
+    // out is written last, by one product that fails with nothing written, then its bias.
     if (s == Status::ok)
-      s = linear(B * Lq, Hq * Dv, d.out_dim, op, Hq * Dv, d.w_o, d.out_dim, d.b_o, out, d.out_dim);
-    std::free(owned);
+      s = sgemm(Transpose::no_trans, Transpose::no_trans, B * Lq, d.out_dim, Hq * Dv, 1.0f, op,
+                Hq * Dv, d.w_o, d.out_dim, 0.0f, out, d.out_dim);
+    if (s == Status::ok && d.b_o)
+      for (int64_t r = 0; r < B * Lq; ++r)
+        for (int64_t j = 0; j < d.out_dim; ++j) out[r * d.out_dim + j] += d.b_o[j];
+    if (saved && s != Status::ok) copy_rows(false);
     vb.print("mha_forward", s, cached ? "cache-append" : "no-cache",
              "sgemm+attention (lines above)", tbb::this_task_arena::max_concurrency(),
              "batch:%lld q:%lld kv:%lld cache:%lld heads:%lld/%lld d:%lld dv:%lld causal:%d",

@@ -37,6 +37,7 @@ enum class ScratchSlot {
   softmax_parts,
   softmax_negated,
   additive,
+  layer,  // tessera_mha_forward's workspace when the caller gives none
   count
 };
 Scratch& thread_scratch(ScratchSlot slot);

@@ -127,7 +127,57 @@ TEST(Allocation, SteadyStateCallsAllocateNothing) {
                 0)
           << "attention q_len = " << q_len;
     }
+    // The layer without a caller workspace (it used to malloc one per call), with and without a
+    // cache.
+    for (const bool cached : {false, true}) {
+      tessera_mha_desc d;
+      ASSERT_EQ(tessera_mha_desc_init(&d, 1, 4, 4, 64, 4), TESSERA_OK);
+      const std::vector<float> w = tt::random_vec(64 * 64, 8), x = tt::random_vec(4 * 64, 9);
+      std::vector<float> kc(4 * 16 * 16), vc(kc.size()), out(4 * 64);
+      d.w_q = d.w_k = d.w_v = d.w_o = w.data();
+      if (cached) d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = 16;
+      EXPECT_EQ(steady_allocations(
+                    [&] { tessera_mha_forward(&d, x.data(), x.data(), out.data(), nullptr, 0); }),
+                0)
+          << "mha_forward cached = " << cached;
+    }
   });
+}
+
+// A decoding step whose attention cannot get its scratch, after the new keys and values went
+// into the cache: TESSERA_OUT_OF_MEMORY, and the cache (its new rows too) and out as they were.
+// (The rows stayed written: the cache was the one output written before the attention ran.)
+TEST(Allocation, FailedLayerStepLeavesTheCacheAsItWas) {
+  tessera_mha_desc d;
+  ASSERT_EQ(tessera_mha_desc_init(&d, 2, 1, 1, 64, 4), TESSERA_OK);
+  d.kv_heads = 2;
+  const std::vector<float> w = tt::random_vec(64 * 64, 1), x = tt::random_vec(2 * 64, 2);
+  const std::vector<float> b = tt::random_vec(64, 3);
+  d.w_q = d.w_k = d.w_v = d.w_o = w.data();
+  d.b_k = d.b_v = d.b_o = b.data();
+  std::vector<float> kc = tt::random_vec(2 * 2 * 128 * 16, 4), vc = tt::random_vec(kc.size(), 5);
+  d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = 128, d.cache_len = 100;
+  const std::vector<float> kc0 = kc, vc0 = vc;
+  std::vector<float> out(2 * 64, 42.0f);
+  size_t bytes = 0;
+  ASSERT_EQ(tessera_mha_workspace_size(&d, &bytes), TESSERA_OK);
+  std::vector<float> ws(bytes / 4 + 1);
+  std::thread([&] {  // a thread with no scratch yet: the small projections need none
+    g_fail_aligned = true;
+    const tessera_status st =
+        tessera_mha_forward(&d, x.data(), x.data(), out.data(), ws.data(), ws.size() * 4);
+    g_fail_aligned = false;
+    EXPECT_EQ(st, TESSERA_OUT_OF_MEMORY) << tessera_last_error();
+  })
+      .join();
+  EXPECT_EQ(kc, kc0) << "k_cache written by a failed call";
+  EXPECT_EQ(vc, vc0) << "v_cache written by a failed call";
+  for (float f : out) ASSERT_EQ(f, 42.0f) << "out written by a failed call";
+  // And the same step with scratch succeeds and writes exactly the new rows.
+  ASSERT_EQ(tessera_mha_forward(&d, x.data(), x.data(), out.data(), ws.data(), ws.size() * 4),
+            TESSERA_OK);
+  for (size_t i = 0; i < kc.size(); ++i)
+    if (i / 16 % 128 != 100) ASSERT_EQ(kc[i], kc0[i]) << "a cache row other than the new one";
 }
 
 // A call on a thread that has no scratch yet, with every scratch allocation failing: an error,

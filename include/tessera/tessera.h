@@ -228,8 +228,10 @@ TESSERA_API tessera_status tessera_mha_desc_init(tessera_mha_desc* desc, int64_t
                                                  int64_t q_len, int64_t kv_len, int64_t model_dim,
                                                  int64_t heads);
 TESSERA_API tessera_status tessera_mha_workspace_size(const tessera_mha_desc* desc, size_t* bytes);
-/* workspace may be NULL (then Tessera allocates); otherwise it holds workspace_bytes >= the
- * size reported above. x_kv may equal x_q (self-attention). */
+/* workspace may be NULL (then it comes from the calling thread's scratch, see Memory above);
+ * otherwise it holds workspace_bytes >= the size reported above, and its contents after any
+ * call are unspecified. x_kv may equal x_q (self-attention). A call that fails leaves out and
+ * both caches as they were, the rows at [cache_len, cache_len + kv_len) included. */
 TESSERA_API tessera_status tessera_mha_forward(const tessera_mha_desc* desc, const float* x_q,
                                                const float* x_kv, float* out, void* workspace,
                                                size_t workspace_bytes);
