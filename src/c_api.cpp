@@ -50,6 +50,10 @@ tessera_status tessera_set_isa(const char* name) { return to_c(tessera::set_isa(
 int tessera_isa_supported(const char* name) { return tessera::isa_supported(name) ? 1 : 0; }
 size_t tessera_scratch_bytes(void) { return tessera::scratch_bytes(); }
 tessera_status tessera_release_scratch(void) { return to_c(tessera::release_scratch()); }
+tessera_status tessera_bind_workspace(void* buffer, size_t bytes) {
+  return guarded([&] { return tessera::bind_workspace(buffer, bytes); });
+}
+size_t tessera_workspace_peak(void) { return tessera::workspace_peak(); }
 tessera_status tessera_set_num_threads(int n) {
   return guarded([&] { return tessera::set_num_threads(n); });
 }

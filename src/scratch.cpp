@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <mutex>
-#include <set>
 #include <shared_mutex>
 #include <thread>
 
@@ -20,42 +18,69 @@ namespace tessera::detail {
 namespace {
 
 constexpr size_t kHugePage = size_t(2) << 20;
+constexpr int kMaxDepth = 8;  // nested calls: a layer's own calls, a call TBB runs meanwhile
 std::atomic<size_t> g_bytes{0};
 
-struct ThreadScratch;
+using Level = std::array<Scratch, static_cast<size_t>(ScratchSlot::count)>;
+
 // Calls hold it shared; release_all_scratch exclusively. The registry lists every thread's
-// scratch (threads add theirs on first use and remove it when they exit).
+// scratch (threads add theirs on first use and remove it when they exit). Fixed arrays and an
+// intrusive list: a thread's first call allocates nothing of its own.
 std::shared_mutex g_calls;
 std::mutex g_registry_lock;
-std::set<ThreadScratch*>& registry() {
-  static auto* r = new std::set<ThreadScratch*>;  // never destroyed: threads exit after main
-  return *r;
-}
+struct ThreadScratch;
+ThreadScratch* g_threads = nullptr;
 
 struct ThreadScratch {
   int depth = 0;
-  // One set of slots per call depth, made when first reached (a deque never moves them).
-  std::deque<std::array<Scratch, static_cast<size_t>(ScratchSlot::count)>> levels;
+  Level heap[kMaxDepth];   // scratch held across calls, per call depth
+  Level bound[kMaxDepth];  // carved from the call's workspace, per call depth
+  Workspace own;           // this thread's binding (base null: none)
+  Workspace* current = nullptr;
+  Workspace none;  // zero bytes: past kMaxDepth every request fails
+  Scratch past_depth;
+  ThreadScratch *prev = nullptr, *next = nullptr;
   ThreadScratch() {
+    past_depth.carve_from(&none);
     std::lock_guard<std::mutex> guard(g_registry_lock);
-    registry().insert(this);
+    next = g_threads;
+    if (next) next->prev = this;
+    g_threads = this;
   }
   ~ThreadScratch() {
     std::lock_guard<std::mutex> guard(g_registry_lock);
-    registry().erase(this);
+    (prev ? prev->next : g_threads) = next;
+    if (next) next->prev = prev;
   }
 };
 thread_local ThreadScratch t_scratch;
 
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
 }  // namespace
 
 float* Scratch::grow(size_t floats) {
+  if (ws_) {
+    // Carved from the top of the workspace; the buffer that is on top grows in place.
+    if (floats > (SIZE_MAX - 64) / sizeof(float)) return nullptr;
+    const size_t bytes = round_up(floats * sizeof(float), 64);
+    const bool on_top =
+        data_ && reinterpret_cast<char*>(data_ + capacity_) == ws_->base + ws_->used;
+    const size_t start = on_top ? size_t(reinterpret_cast<char*>(data_) - ws_->base) : ws_->used;
+    if (bytes > ws_->bytes - start) return nullptr;
+    ws_->used = start + bytes;
+    ws_->peak = std::max(ws_->peak, ws_->used);
+    // cppcheck-suppress invalidPointerCast
+    data_ = reinterpret_cast<float*>(ws_->base + start);
+    capacity_ = bytes / sizeof(float);
+    return data_;
+  }
   // Buffers of 2 MB and more (a packed B block) are 2 MB aligned and asked for as huge pages:
   // packing scatters each source row over every panel of the block, one 4 KB page per panel,
   // and under virtualisation each TLB miss is a two-level page walk.
   const size_t align = floats * sizeof(float) >= kHugePage ? kHugePage : 64;
   if (floats > (SIZE_MAX - align) / sizeof(float)) return nullptr;
-  const size_t bytes = (floats * sizeof(float) + align - 1) / align * align;
+  const size_t bytes = round_up(floats * sizeof(float), align);
   void* p = std::aligned_alloc(align, bytes);
   if (!p) return nullptr;
 #ifdef MADV_HUGEPAGE
@@ -69,23 +94,61 @@ float* Scratch::grow(size_t floats) {
 }
 
 void Scratch::release() {
-  std::free(data_);
-  g_bytes -= capacity_ * sizeof(float);
+  if (!ws_) {
+    std::free(data_);
+    g_bytes -= capacity_ * sizeof(float);
+  }
   data_ = nullptr;
   capacity_ = 0;
 }
 
 Scratch& thread_scratch(ScratchSlot slot) {
   ThreadScratch& t = t_scratch;
-  while (int(t.levels.size()) <= t.depth) t.levels.emplace_back();
-  return t.levels[size_t(t.depth)][static_cast<size_t>(slot)];
+  if (t.depth >= kMaxDepth) return t.past_depth;
+  return (t.current ? t.bound : t.heap)[t.depth][static_cast<size_t>(slot)];
 }
 
-CallDepth::CallDepth() {
-  if (t_scratch.depth++ == 0) g_calls.lock_shared();
+Workspace* call_workspace() {
+  ThreadScratch& t = t_scratch;
+  if (t.depth > 0) return t.current;
+  return t.own.base ? &t.own : nullptr;
 }
+
+void bind_workspace(void* buffer, size_t bytes) {
+  Workspace& w = t_scratch.own;
+  w = Workspace{};
+  if (!buffer) return;
+  const auto at = reinterpret_cast<uintptr_t>(buffer);
+  const size_t skip = size_t((64 - at % 64) % 64);
+  w.base = static_cast<char*>(buffer) + std::min(skip, bytes);
+  w.bytes = bytes - std::min(skip, bytes);
+}
+
+// With 63 bytes for the alignment of any buffer.
+size_t workspace_peak() {
+  const size_t peak = t_scratch.own.peak;
+  return peak > 0 ? peak + 63 : 0;
+}
+
+CallDepth::CallDepth(Workspace* ws) : ws_(ws) {
+  ThreadScratch& t = t_scratch;
+  if (t.depth++ == 0) g_calls.lock_shared();
+  outer_ = t.current;
+  t.current = ws;
+  if (ws && t.depth < kMaxDepth) {
+    mark_ = ws->used;
+    for (Scratch& s : t.bound[t.depth]) s.carve_from(ws);
+  }
+}
+
 CallDepth::~CallDepth() {
-  if (--t_scratch.depth == 0) g_calls.unlock_shared();
+  ThreadScratch& t = t_scratch;
+  if (ws_ && t.depth < kMaxDepth) {
+    for (Scratch& s : t.bound[t.depth]) s.carve_from(nullptr);
+    ws_->used = mark_;
+  }
+  t.current = outer_;
+  if (--t.depth == 0) g_calls.unlock_shared();
 }
 
 size_t scratch_bytes() { return g_bytes.load(); }
@@ -93,8 +156,8 @@ size_t scratch_bytes() { return g_bytes.load(); }
 void release_all_scratch() {
   std::unique_lock<std::shared_mutex> no_calls(g_calls);
   std::lock_guard<std::mutex> guard(g_registry_lock);
-  for (ThreadScratch* t : registry())
-    for (auto& level : t->levels)
+  for (ThreadScratch* t = g_threads; t; t = t->next)
+    for (Level& level : t->heap)
       for (Scratch& s : level) s.release();
 }
 

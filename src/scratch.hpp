@@ -9,6 +9,13 @@
 
 namespace tessera::detail {
 
+// A caller's buffer bound to its thread (bind_workspace): the scratch of the calls made on that
+// thread is carved from it, a stack that each call pops when it returns.
+struct Workspace {
+  char* base = nullptr;  // 64-byte aligned
+  size_t bytes = 0, used = 0, peak = 0;
+};
+
 class Scratch {
  public:
   Scratch() = default;
@@ -16,14 +23,21 @@ class Scratch {
   Scratch& operator=(const Scratch&) = delete;
   ~Scratch() { release(); }
 
-  // At least `floats` floats, 64-byte aligned; nullptr if the allocation fails.
+  // At least `floats` floats, 64-byte aligned; nullptr if the allocation fails (or the bound
+  // workspace is full).
   float* floats(size_t floats) { return floats <= capacity_ ? data_ : grow(floats); }
   void release();
+  // Empty, and from now on carved from ws (null: from the heap).
+  void carve_from(Workspace* ws) {
+    release();
+    ws_ = ws;
+  }
 
  private:
   float* grow(size_t floats);
   float* data_ = nullptr;
   size_t capacity_ = 0;
+  Workspace* ws_ = nullptr;
 };
 
 // Scratch of the calling thread, one per purpose, at the thread's current call depth.
@@ -84,16 +98,30 @@ int slices_for_arena();
 size_t scratch_bytes();
 void release_all_scratch();
 
+// The workspace a call made now on this thread takes its scratch from: the one of the call
+// running on it (a nested call, or a call TBB runs here for another thread), else the thread's
+// own binding; null: the heap.
+Workspace* call_workspace();
+// Binds buffer (null: unbinds) to the calling thread; the most bytes of it any call has used.
+void bind_workspace(void* buffer, size_t bytes);
+size_t workspace_peak();
+
 // Marks a public call running on this thread for its lifetime. A thread that waits inside a
 // parallel region can run another call's work in the meantime (an arena that is full runs a
 // caller's task_arena::execute on one of its threads), and that call must not take the scratch
-// the first one still holds: each call depth has its own.
+// the first one still holds: each call depth has its own. With a workspace (call_workspace on
+// the calling thread), the call's scratch is carved from it and given back when it returns.
 class CallDepth {
  public:
-  CallDepth();  // at depth 0, also holds release_all_scratch off until the call ends
+  explicit CallDepth(Workspace* ws);  // at depth 0, also holds release_all_scratch off
   ~CallDepth();
   CallDepth(const CallDepth&) = delete;
   CallDepth& operator=(const CallDepth&) = delete;
+
+ private:
+  Workspace* ws_;
+  Workspace* outer_;  // the workspace of the call this one runs inside, if any
+  size_t mark_ = 0;
 };
 
 }  // namespace tessera::detail

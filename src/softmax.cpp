@@ -85,16 +85,13 @@ float zero_scale_row(Op op, int64_t cols, const float* x, float* y) {
 bool arithmetic(Stats s) { return std::isfinite(s.max) && std::isfinite(s.sum) && s.sum > 0; }
 
 // Softmax of rows [r0, r1) that stay in cache: the multi-row kernel in blocks, then the rows it
-// could not finish rewritten as special rows, and lse where asked.
+// could not finish rewritten as special rows, and lse where asked. buf: 2 x cols floats for the
+// kernel's streaming stores (null: plain stores).
 void cached_softmax_rows(const SoftmaxKernels& k, int64_t r0, int64_t r1, int64_t cols,
                          const float* x, int64_t ldx, float scale, float* y, int64_t ldy,
-                         float* lse_out, bool stream) {
+                         float* lse_out, float* buf) {
   constexpr int64_t kBlockRows = 64;
   float mx[kBlockRows], sum[kBlockRows];
-  // No buffer (out of memory): the plain stores, same results.
-  float* buf = stream
-                   ? detail::thread_scratch(detail::ScratchSlot::softmax).floats(size_t(2 * cols))
-                   : nullptr;
   for (int64_t r = r0; r < r1; r += kBlockRows) {
     const int64_t rows = std::min(kBlockRows, r1 - r);
     k.softmax_rows_cached(rows, cols, x + r * ldx, ldx, scale, y + r * ldy, ldy, mx, sum, buf);
@@ -223,15 +220,24 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
   // this core's L2 for the second pass), otherwise the chunks of each row in parallel.
   const bool chunks_parallel = cols > kCachedCols && rows < 2 * int64_t(threads);
   // Outputs past the caches are written with streaming stores (no read of y's lines first).
+  // Streaming rows go through a buffer of 2 x cols per task, taken here; without it (out of
+  // memory) they take the plain stores, with the same results.
   const bool stream =
       double(rows) * double(cols) * sizeof(float) >= detail::active_tuning().softmax_stream_bytes;
+  detail::Slices stream_bufs;
+  const bool stream_rows = stream && op == Op::softmax && cols <= kCachedCols &&
+                           stream_bufs.reserve(detail::thread_scratch(detail::ScratchSlot::softmax),
+                                               size_t(2 * cols), detail::slices_for_arena());
   // Rows [r, end) of one task.
   auto plain_rows = [&](int64_t r, int64_t end, const float* xs, int64_t ldxs, float sc,
                         float* lse) {
     if (cols <= kCachedCols) {
-      if (op == Op::softmax)
-        cached_softmax_rows(k, r, end, cols, xs, ldxs, sc, y, ldy, lse, stream);
-      else
+      if (op == Op::softmax && stream_rows) {
+        const detail::Slices::Lease buf(stream_bufs);
+        cached_softmax_rows(k, r, end, cols, xs, ldxs, sc, y, ldy, lse, buf.get());
+      } else if (op == Op::softmax) {
+        cached_softmax_rows(k, r, end, cols, xs, ldxs, sc, y, ldy, lse, nullptr);
+      } else
         cached_stats_rows(k, op, r, end, cols, xs, ldxs, sc, y, ldy, lse);
       return;
     }

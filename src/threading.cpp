@@ -41,6 +41,16 @@ Status release_scratch() {
   return Status::ok;
 }
 
+Status bind_workspace(void* buffer, size_t bytes) {
+  if (!buffer && bytes != 0)
+    return detail::fail(Status::invalid_argument,
+                        "bytes = %zu with a NULL buffer (unbinding takes bytes = 0)", bytes);
+  detail::bind_workspace(buffer, bytes);
+  return Status::ok;
+}
+
+size_t workspace_peak() { return detail::workspace_peak(); }
+
 Status set_num_threads(int n) {
   detail::g_arena.store(n > 0 ? detail::arena_for(n) : nullptr, std::memory_order_release);
   return Status::ok;

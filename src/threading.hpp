@@ -16,14 +16,15 @@ tbb::task_arena* tessera_arena();
 template <class F>
 Status in_arena(F&& f) {
   tbb::task_arena* arena = tessera_arena();
+  Workspace* ws = call_workspace();  // the calling thread's, wherever the call runs
   if (arena == nullptr) {
-    const CallDepth call;
+    const CallDepth call(ws);
     return f();
   }
   Status s = Status::ok;
   ForkJoin fj;  // execute may run f on a thread of the arena
   arena->execute(task_body(fj, [&] {
-    const CallDepth call;  // on the thread that runs it
+    const CallDepth call(ws);  // on the thread that runs it
     s = f();
   }));
   fj.join();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -270,6 +271,98 @@ TEST(Allocation, GemmScratchIsTakenBeforeAnyWrite) {
       });
     }).join();
   }
+}
+
+// With a workspace bound to the calling thread, every operation's first call, its worker tasks
+// included, allocates nothing: no thread has scratch of its own left (all released), so any
+// scratch taken outside the workspace would be a new allocation. A workspace one line short of
+// a call's peak gives TESSERA_OUT_OF_MEMORY with the output untouched (streamed softmax rows
+// instead take the plain stores); one of the peak succeeds.
+TEST(Allocation, BoundWorkspaceCallsAllocateNothing) {
+  Operands o;
+  // Past the streaming-store bound of every tuning row (2 x a 32 MB L3): 4096 x 4096.
+  std::vector<float> x = tt::random_vec(4096 * 4096, 3), y(x.size());
+  tessera_attention_desc prefill, decode;
+  ASSERT_EQ(tessera_attention_desc_init(&prefill, 1, 4, 2, 300, 1500, 64, 64), TESSERA_OK);
+  ASSERT_EQ(tessera_attention_desc_init(&decode, 1, 4, 2, 1, 1500, 64, 64), TESSERA_OK);
+  std::vector<float> q = tt::random_vec(4 * 300 * 64, 6), k = tt::random_vec(2 * 1500 * 64, 7);
+  std::vector<float> out(q.size());
+  std::vector<float> enc = tt::random_vec(64 * 32, 4), keys(64 * 16), w = tt::random_vec(512, 5);
+  std::vector<float> ctx(32), weights(64);
+  tessera_mha_desc mha;
+  ASSERT_EQ(tessera_mha_desc_init(&mha, 1, 4, 4, 64, 4), TESSERA_OK);
+  mha.w_q = mha.w_k = mha.w_v = mha.w_o = o.b.data();
+  std::vector<float> ws(size_t(64) << 20);  // 256 MB, far more than any call below needs
+  const std::pair<const char*, std::function<tessera_status()>> calls[] = {
+      {"sgemm 1x256x128",
+       [&] {
+         return tessera_sgemm(N, N, 1, 256, 128, 1, o.a.data(), 128, o.b.data(), 256, 0, o.c.data(),
+                              256);
+       }},
+      {"sgemm 512^3",
+       [&] {
+         return tessera_sgemm(N, N, 512, 512, 512, 1, o.a.data(), 512, o.b.data(), 512, 0,
+                              o.c.data(), 512);
+       }},
+      {"sgemm 300x256x128 B^T",
+       [&] {
+         return tessera_sgemm(N, TESSERA_TRANS, 300, 256, 128, 1, o.a.data(), 128, o.b.data(), 128,
+                              0, o.c.data(), 256);
+       }},
+      {"batched 64^3 x 16",
+       [&] {
+         return tessera_sgemm_strided_batched(N, TESSERA_TRANS, 64, 64, 64, 1, o.a.data(), 64, 4096,
+                                              o.b.data(), 64, 4096, 0, o.c.data(), 64, 4096, 16);
+       }},
+      {"softmax 2 x 40000",
+       [&] { return tessera_softmax(2, 40000, x.data(), 40000, y.data(), 40000, 1); }},
+      {"softmax 4096 x 4096 streamed",
+       [&] { return tessera_softmax(4096, 4096, x.data(), 4096, y.data(), 4096, 1); }},
+      {"attention prefill",
+       [&] { return tessera_attention(&prefill, q.data(), k.data(), k.data(), out.data()); }},
+      {"attention decode",
+       [&] { return tessera_attention(&decode, q.data(), k.data(), k.data(), out.data()); }},
+      {"additive",
+       [&] {
+         return tessera_additive_attention(64, 32, 32, 16, enc.data(), w.data(), w.data(), w.data(),
+                                           w.data(), ctx.data(), weights.data());
+       }},
+      {"mha_forward",
+       [&] { return tessera_mha_forward(&mha, x.data(), x.data(), y.data(), nullptr, 0); }},
+  };
+  std::thread([&] {
+    tbb::task_arena two(2);
+    two.execute([&] {
+      for (const auto& [name, call] : calls) {
+        ASSERT_EQ(call(), TESSERA_OK) << name;  // TBB's own task pools, warmed
+        ASSERT_EQ(tessera_release_scratch(), TESSERA_OK);
+        ASSERT_EQ(tessera_bind_workspace(ws.data(), ws.size() * 4), TESSERA_OK);
+        g_count = 0;
+        g_counting = true;
+        const tessera_status st = call();
+        g_counting = false;
+        const size_t peak = tessera_workspace_peak();
+        EXPECT_EQ(st, TESSERA_OK) << name << ": " << tessera_last_error();
+        EXPECT_EQ(g_count.load(), 0) << name << ": allocations with a workspace bound";
+        if (peak == 0) continue;
+        // One line short: out of memory, nothing written. Then exactly the peak.
+        std::vector<float> c0 = o.c, y0 = y, out0 = out, ctx0 = ctx;
+        const std::vector<float> small(peak / 4);  // peak counts 63 bytes for alignment
+        ASSERT_EQ(tessera_bind_workspace(const_cast<float*>(small.data()), peak - 63 - 64),
+                  TESSERA_OK);
+        // Streamed softmax rows take the plain stores without their buffers, same results.
+        const bool optional = std::string(name).find("streamed") != std::string::npos;
+        EXPECT_EQ(call(), optional ? TESSERA_OK : TESSERA_OUT_OF_MEMORY) << name;
+        if (optional) y0 = y;
+        EXPECT_TRUE(o.c == c0 && y == y0 && out == out0 && ctx == ctx0)
+            << name << ": written by a call that failed";
+        std::vector<float> exact(peak / 4);
+        ASSERT_EQ(tessera_bind_workspace(exact.data(), peak), TESSERA_OK);
+        EXPECT_EQ(call(), TESSERA_OK) << name << ": " << tessera_last_error();
+        ASSERT_EQ(tessera_bind_workspace(nullptr, 0), TESSERA_OK);
+      }
+    });
+  }).join();
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// Eight application threads call every operation at once, checking each result against the
-// reference, while another thread switches the kernel table and the thread cap and now and
-// then releases all scratch. Run under
-// ThreadSanitizer by scripts/test.sh (the tsan stage); elsewhere it checks the results alone.
+// Eight application threads (four with a workspace bound) call every operation at once, checking
+// each result against the reference, while another thread switches the kernel table and the thread
+// cap and now and then releases all scratch. Run under ThreadSanitizer by scripts/test.sh (the tsan
+// stage); elsewhere it checks the results alone.
 #include <atomic>
 #include <string>
 #include <thread>
@@ -92,10 +92,15 @@ TEST(Stress, EightThreadsWhileTablesAndThreadCapsChange) {
   std::vector<std::string> failures(8);
   for (int t = 0; t < 8; ++t)
     callers.emplace_back([&, t] {
+      // Odd threads with a workspace of their own: their calls, wherever TBB runs them, take
+      // scratch from it alone.
+      std::vector<float> ws(t % 2 ? size_t(1) << 20 : 0);  // 4 MB
+      if (t % 2) tessera_bind_workspace(ws.data(), ws.size() * sizeof(float));
       for (int r = 0; r < 6 && failures[size_t(t)].empty(); ++r) {
         std::string why;
         if (!round_of_everything(uint32_t(100 * t + r), why)) failures[size_t(t)] = why;
       }
+      tessera_bind_workspace(nullptr, 0);
     });
   for (auto& c : callers) c.join();
   stop = true;

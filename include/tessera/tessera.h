@@ -25,7 +25,8 @@
  * Memory: a call's scratch comes from its calling thread's buffers, which grow to the largest
  * call made and are then reused (the steady state allocates nothing), taken before any output
  * is written; if they cannot grow, the call returns TESSERA_OUT_OF_MEMORY with no output
- * written. */
+ * written. With a workspace bound to the thread (tessera_bind_workspace) it comes from there
+ * instead, and no call allocates at all. */
 #ifndef TESSERA_TESSERA_H
 #define TESSERA_TESSERA_H
 
@@ -96,6 +97,17 @@ TESSERA_API tessera_status tessera_set_num_threads(int n);
 TESSERA_API size_t tessera_scratch_bytes(void);
 /* Frees all of it. Calls in flight finish first, and calls made meanwhile wait. */
 TESSERA_API tessera_status tessera_release_scratch(void);
+/* A workspace of the caller's: binds `bytes` bytes at `buffer` to the calling thread (NULL and 0
+ * unbind it). Until then every call made on this thread takes all of its scratch, its worker
+ * tasks' included, from the buffer and allocates nothing; a call whose scratch does not fit
+ * returns TESSERA_OUT_OF_MEMORY with no output written. Each call gives its part back when it
+ * returns, so the buffer needs the largest single call's scratch, which depends on the shape,
+ * the thread count and the kernel table; the caller must not use the buffer while it is bound.
+ * tessera_workspace_peak() is the most bytes any call has taken from the thread's current
+ * binding, plus 63 for any buffer's alignment: bind a generous buffer, make each call once, and
+ * a buffer of that many bytes serves them all. */
+TESSERA_API tessera_status tessera_bind_workspace(void* buffer, size_t bytes);
+TESSERA_API size_t tessera_workspace_peak(void);
 
 /* ---- GEMM ----------------------------------------------------------------------------------- */
 

@@ -14,5 +14,7 @@ TESSERA_API bool isa_supported(const char* name);
 TESSERA_API Status set_num_threads(int n);
 TESSERA_API size_t scratch_bytes();
 TESSERA_API Status release_scratch();
+TESSERA_API Status bind_workspace(void* buffer, size_t bytes);
+TESSERA_API size_t workspace_peak();
 
 }  // namespace tessera

@@ -8,6 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fz::Bytes in(data, size);
+  const fz::Workspace ws(data, size);
   const int64_t batch = in.range(0, 2), kv_heads = in.range(0, 3);
   const int64_t q_heads = kv_heads * in.range(0, 3) + (in.byte() < 8 ? 1 : 0);  // GQA, or not
   const bool decode = in.flag();

@@ -21,6 +21,7 @@ int64_t span(int64_t rows, int64_t cols, int64_t ld) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fz::Bytes in(data, size);
+  const fz::Workspace ws(data, size);
   const int form = in.range(0, 2);  // plain, batched, packed
   const tessera_transpose ta = in.flag() ? TESSERA_TRANS : TESSERA_NO_TRANS;
   const tessera_transpose tb = form == 2 || !in.flag() ? TESSERA_NO_TRANS : TESSERA_TRANS;

@@ -192,6 +192,7 @@ void introspection(fz::Bytes& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fz::Bytes in(data, size);
+  const fz::Workspace ws(data, size);
   const uint8_t which = in.byte();
   if (which < 16)
     introspection(in);

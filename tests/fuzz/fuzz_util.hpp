@@ -1,8 +1,9 @@
 // Shared by the libFuzzer harnesses: decoding sizes, flags and data from the fuzzer's bytes,
 // poisoned output buffers, and the comparison with the reference. The contract each harness
 // checks on every input: an error status leaves every output byte as it was and names an
-// argument; TESSERA_OK means the outputs equal the reference's (NaN where it has NaN, the same
-// infinity, finite values within the tolerance).
+// argument (out of memory only when a workspace too small is bound); TESSERA_OK means the outputs
+// equal the reference's (NaN where it has NaN, the same infinity, finite values within the
+// tolerance).
 #pragma once
 
 #include <cmath>
@@ -69,6 +70,31 @@ class Bytes {
  private:
   const uint8_t* p_;
   const uint8_t* end_;
+};
+
+// A workspace of the caller's, bound to the thread for one input (tessera_bind_workspace): when
+// the input's last byte is 224 or more, 0 to 1 MB at any alignment. The byte is read in place,
+// not consumed, so the rest of the input decodes as it does without it.
+class Workspace {
+ public:
+  Workspace(const uint8_t* data, size_t size) {
+    const uint8_t sel = size > 0 ? data[size - 1] : 0;
+    if (sel < 224) return;
+    const size_t bytes = size_t(sel - 224) << 15;
+    buf_.resize(bytes + 64);
+    tessera_bind_workspace(buf_.data() + size % 64, bytes);
+    bound_ = true;
+  }
+  ~Workspace() {
+    if (bound_) tessera_bind_workspace(nullptr, 0);
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  bool bound() const { return bound_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+  bool bound_ = false;
 };
 
 [[noreturn]] inline void violated(const char* what, const char* detail) {
