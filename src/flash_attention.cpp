@@ -13,18 +13,13 @@
 //   O = O exp(m - m_new) + P V   (the rescale only when m moved)
 // and at the end O / l, lse = m + log l (a row with no visible key: zeros and -inf).
 //
-// Block sizes: BK = 256 keys and about 512 stacked rows: the S/P tile (512 x 256 x 4 B =
-// 512 KB), a K and a V tile (256 x d x 4 B: 128 KB each at d = 128) and the O accumulator
-// (256 KB) share a 2 MB L2. Rows were chosen by measurement (AVX-512, 1 thread): at L = 4096,
-// d = 128, 64 rows 99 GFLOP/s, 128 rows 107, 256 rows 118, 512 and 1024 rows equal to 256;
-// at L = 512-2048 512 rows beat 256 by 2-6% (L = 512 was 3 blocks of 182 rows, packing every
-// K and V tile 3 times per head), 1024 no further. The per-tile packing of K^T and V is what
-// taller blocks amortise.
+// Block sizes: BK = 256 keys and about the tuning row's attention_rows_per_tile stacked rows
+// (src/attention_plan.cpp chooses the blocks; src/tuning.cpp has the cache arithmetic).
 //
-// Decode (q_len <= 8): too few query rows to feed the threads, so the keys are split into fixed
-// chunks of kDecodeChunk positions (flash-decoding); each chunk yields (m, l, O) partials merged
-// in chunk order. Chunking depends only on kv_len, never on the thread count: results are
-// bitwise identical for any number of threads, on both paths.
+// Decode (q_len up to the row's attention_decode_max_q): too few query rows to feed the
+// threads, so the keys are split into fixed chunks (flash-decoding); each chunk yields (m, l, O)
+// partials merged in chunk order. Chunking depends only on kv_len, never on the thread count:
+// results are bitwise identical for any number of threads, on both paths.
 #include "flash_attention.hpp"
 
 #include <tbb/blocked_range.h>
@@ -38,6 +33,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "attention_plan.hpp"
 #include "attention_tile.hpp"
 #include "check.hpp"
 #include "dispatch.hpp"
@@ -51,10 +47,6 @@ namespace {
 
 using namespace fa;
 
-constexpr int64_t kRowsPerTile = 512;
-constexpr int64_t kDecodeChunk = 512;
-constexpr int64_t kDecodeMaxQ = 8;
-
 // Every task's state comes from one block of the calling thread's scratch taken before any
 // output is written (a slice per task running at once): an allocation failure then leaves O
 // and lse untouched, and the steady state allocates nothing.
@@ -66,27 +58,10 @@ Status no_state() {
   return fail(Status::out_of_memory, "cannot allocate the attention tile states");
 }
 
-Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
-               const float* v, float* o) {
+Status prefill(const Geometry& g, const AttentionPlan& plan, const arch::KernelTable& kt,
+               const float* q, const float* k, const float* v, float* o) {
   const tessera_attention_desc& d = g.d;
-  // About kRowsPerTile stacked rows, a whole number of MR panels where the group allows (512 rows
-  // with MR = 14 would leave an 8-row panel running at 8/14 of the kernel's rate).
-  // The blocks are then evened out (256 query rows were one block of 252 and one of 4: a task
-  // that packed every K tile for 4 rows), still a whole number of MR panels.
-  const int64_t MR = kt.gemm.mr;
-  const int64_t target = std::max<int64_t>(MR, kRowsPerTile / MR * MR);
-  const int64_t bq_max = std::max<int64_t>(1, target / g.group);
-  const int64_t unit = MR / std::gcd(MR, g.group);  // bq multiple of this: rows multiple of MR
-  // (Up to a quarter over the target stays one block: 256 query rows as 2 blocks packed every
-  // K and V tile twice.)
-  int64_t blocks = d.q_len <= bq_max + bq_max / 4 ? 1 : ceil_div(d.q_len, bq_max);
-  // At least a task per thread when the batch and heads alone do not give that many.
-  const int64_t threads = tbb::this_task_arena::max_concurrency();
-  blocks =
-      std::max(blocks, std::min(ceil_div(threads, d.batch * d.kv_heads), ceil_div(d.q_len, unit)));
-  int64_t bq = ceil_div(d.q_len, blocks);
-  if (blocks > 1) bq = std::min(bq_max, ceil_div(bq, unit) * unit);
-  const int64_t q_blocks = ceil_div(d.q_len, bq);
+  const int64_t bq = plan.bq, q_blocks = plan.q_blocks;
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
   Slices pool;
   if (!reserve_states(pool, state_floats(d, kt, g.group * bq))) return no_state();
@@ -116,11 +91,11 @@ Status prefill(const Geometry& g, const arch::KernelTable& kt, const float* q, c
   return Status::ok;
 }
 
-Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, const float* k,
-              const float* v, float* o) {
+Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTable& kt,
+              const float* q, const float* k, const float* v, float* o) {
   const tessera_attention_desc& d = g.d;
   const int64_t rows = g.group * d.q_len, Dv = d.value_dim;
-  const int64_t chunks = std::max<int64_t>(1, (d.kv_len + kDecodeChunk - 1) / kDecodeChunk);
+  const int64_t chunks = plan.chunks, chunk = plan.chunk;
   const int64_t units = d.batch * d.kv_heads;
   // Partials per (unit, chunk): rows x (m, l, O[Dv]), in the calling thread's scratch
   // (reused across calls; the tasks below use their own threads' attention slots).
@@ -147,8 +122,8 @@ Status decode(const Geometry& g, const arch::KernelTable& kt, const float* q, co
                                     TileState st;
                                     carve_state(slice.get(), d, kt, rows, true, st);
                                     stage_queries(d, g, kt.gemm, q, b, hk, 0, d.q_len, st);
-                                    key_loop(g, kt, b, hk, 0, d.q_len, c * kDecodeChunk,
-                                             std::min(d.kv_len, (c + 1) * kDecodeChunk), k, v, st);
+                                    key_loop(g, kt, b, hk, 0, d.q_len, c * chunk,
+                                             std::min(d.kv_len, (c + 1) * chunk), k, v, st);
                                     float* out = partial + t * stride;
                                     for (int64_t i = 0; i < rows; ++i) {
                                       out[i * (2 + Dv)] = st.m[i];
@@ -206,9 +181,11 @@ Status flash_attention(const tessera_attention_desc& d, const float* q, const fl
   Geometry g{
       d, d.q_heads / d.kv_heads, d.scale != 0.0f ? d.scale : 1.0f / std::sqrt(float(d.head_dim)),
       d.bias != nullptr || d.mask != nullptr || d.alibi_slopes != nullptr || d.softcap > 0.0f};
-  const bool split_kv = d.q_len <= kDecodeMaxQ && d.kv_len > kDecodeChunk;
-  if (rule) *rule = split_kv ? "decode-split-kv" : "prefill-key-tiles";
-  return split_kv ? decode(g, kt, q, k, v, o) : prefill(g, kt, q, k, v, o);
+  const AttentionPlan plan = plan_attention(d, g.group, kt.gemm.mr, active_tuning(),
+                                            tbb::this_task_arena::max_concurrency());
+  if (rule) *rule = plan.rule;
+  return plan.path == AttentionPath::decode_split_kv ? decode(g, plan, kt, q, k, v, o)
+                                                     : prefill(g, plan, kt, q, k, v, o);
 }
 
 }  // namespace tessera::detail

@@ -28,11 +28,11 @@ using arch::SoftmaxKernels;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Rows up to this many columns (64 KB) stay in L1/L2 between passes and are done whole:
-// softmax by a max pass, an exp pass (one exp per element, stored) and a normalising pass; the
-// statistics (logsumexp, log-softmax) by the one-read stream kernel, rows of up to 256 columns
-// in groups by two passes. Longer rows go by chunks of kChunk columns (chunked_row).
-constexpr int64_t kCachedCols = 16384;
+// Rows up to the tuning row's softmax_cached_cols stay in L1/L2 between passes and are done
+// whole: softmax by a max pass, an exp pass (one exp per element, stored) and a normalising
+// pass; the statistics (logsumexp, log-softmax) by the one-read stream kernel, rows of up to
+// 256 columns in groups by two passes. Longer rows go by chunks of kChunk columns
+// (chunked_row).
 constexpr int64_t kChunk = 16384;
 
 enum class Op { softmax, log_softmax, logsumexp };
@@ -107,7 +107,7 @@ void cached_softmax_rows(const SoftmaxKernels& k, int64_t r0, int64_t r1, int64_
   }
 }
 
-// Log-softmax or logsumexp of rows [r0, r1) of up to kCachedCols columns: the statistics of a
+// Log-softmax or logsumexp of rows [r0, r1) of cached columns: the statistics of a
 // block of rows in one kernel call (short rows go in groups there), then per row its lse and,
 // for log-softmax, y = scale x - lse while the block is still in cache (64 KB blocks).
 void cached_stats_rows(const SoftmaxKernels& k, Op op, int64_t r0, int64_t r1, int64_t cols,
@@ -137,7 +137,7 @@ void cached_stats_rows(const SoftmaxKernels& k, Op op, int64_t r0, int64_t r1, i
   }
 }
 
-// A row of more than kCachedCols columns, in fixed chunks of kChunk columns (64 KB: a chunk read
+// A row of more than the cached columns, in fixed chunks of kChunk columns (64 KB: a chunk read
 // from memory by the max pass is still in L2 for the exp pass) whose (max, sum) merge in chunk
 // order, so results do not depend on how the chunks are scheduled. Softmax stores each chunk's
 // exps relative to the chunk's own max in the first pass; the second pass only rescales them by
@@ -201,7 +201,8 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
   // taken before anything is written (a slice per task running at once).
   const size_t chunks = size_t((cols + kChunk - 1) / kChunk);
   detail::Slices parts;
-  const bool chunked = cols > kCachedCols;
+  const int64_t cached_cols = detail::active_tuning().softmax_cached_cols;
+  const bool chunked = cols > cached_cols;
   if (chunked && !parts.reserve(detail::thread_scratch(detail::ScratchSlot::softmax_parts),
                                 2 * chunks, detail::slices_for_arena()))
     return detail::fail(Status::out_of_memory, "cannot allocate %zu chunk statistics", chunks);
@@ -218,20 +219,20 @@ Status run_rows(Op op, int64_t rows, int64_t cols, const float* x, int64_t ldx, 
                         size_t(cols));
   // Long rows: whole rows per task when there are enough of them (a row's chunks then stay in
   // this core's L2 for the second pass), otherwise the chunks of each row in parallel.
-  const bool chunks_parallel = cols > kCachedCols && rows < 2 * int64_t(threads);
+  const bool chunks_parallel = chunked && rows < 2 * int64_t(threads);
   // Outputs past the caches are written with streaming stores (no read of y's lines first).
   // Streaming rows go through a buffer of 2 x cols per task, taken here; without it (out of
   // memory) they take the plain stores, with the same results.
   const bool stream =
       double(rows) * double(cols) * sizeof(float) >= detail::active_tuning().softmax_stream_bytes;
   detail::Slices stream_bufs;
-  const bool stream_rows = stream && op == Op::softmax && cols <= kCachedCols &&
+  const bool stream_rows = stream && op == Op::softmax && !chunked &&
                            stream_bufs.reserve(detail::thread_scratch(detail::ScratchSlot::softmax),
                                                size_t(2 * cols), detail::slices_for_arena());
   // Rows [r, end) of one task.
   auto plain_rows = [&](int64_t r, int64_t end, const float* xs, int64_t ldxs, float sc,
                         float* lse) {
-    if (cols <= kCachedCols) {
+    if (!chunked) {
       if (op == Op::softmax && stream_rows) {
         const detail::Slices::Lease buf(stream_bufs);
         cached_softmax_rows(k, r, end, cols, xs, ldxs, sc, y, ldy, lse, buf.get());
@@ -327,8 +328,9 @@ Status run_logged(const char* name, Op op, int64_t rows, int64_t cols, const flo
     std::snprintf(kernels, sizeof kernels, "f32_softmax_online_%s", detail::active_table().name);
     const bool stream = y && double(rows) * double(cols) * sizeof(float) >=
                                  detail::active_tuning().softmax_stream_bytes;
-    const char* rule = cols > kCachedCols ? (stream ? "rows-by-chunks-streamed" : "rows-by-chunks")
-                                          : (stream ? "rows-in-cache-streamed" : "rows-in-cache");
+    const char* rule = cols > detail::active_tuning().softmax_cached_cols
+                           ? (stream ? "rows-by-chunks-streamed" : "rows-by-chunks")
+                           : (stream ? "rows-in-cache-streamed" : "rows-in-cache");
     vb.print(name, st, rule, kernels, tbb::this_task_arena::max_concurrency(),
              "rows:%lld cols:%lld ldx:%lld scale:%g", (long long)rows, (long long)cols,
              (long long)ldx, double(scale));

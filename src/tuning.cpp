@@ -4,6 +4,7 @@
 // row's number that no benchmark chose says so.
 #include "tuning.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -64,6 +65,22 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // 64 MB (4096 x 4096) 9.3 -> 13.6 GB/s; at 32 MB either way; at 16 MB and below plain stores
   // won (22 against 17 GB/s at 1 MB, still in cache when read).
   t.softmax_stream_bytes = 32 * MB;
+  // A row of 16K floats (64 KB) and its output stay within L2 between the statistics pass and
+  // the write pass; longer rows go in fixed chunks of 64 KB. Results depend on it (the
+  // chunked sums): the same on every x86 row.
+  t.softmax_cached_cols = 16384;
+  // The S/P tile (512 rows x 256 keys x 4 B = 512 KB), a K and a V tile (256 x d x 4 B: 128 KB
+  // each at d = 128) and the O accumulator (256 KB) share a 2 MB L2. x86-intel-avx512, 1
+  // thread: at L = 4096, d = 128, 64 rows 99 GFLOP/s, 128 rows 107, 256 rows 118, 512 and 1024
+  // rows as 256; at L = 512-2048 512 rows beat 256 by 2-6% (L = 512 was 3 blocks of 182 rows,
+  // packing every K and V tile 3 times per head), 1024 no further: the per-tile packing of K^T
+  // and V is what taller blocks amortise. (The 1 MB L2 classes were not measured apart.)
+  t.attention_rows_per_tile = 512;
+  // Decode: up to 8 queries (a GQA group's rows, speculative tokens) give too few rows to feed
+  // the threads; keys split in chunks of 512 (at d = 128, a chunk's K and V are 512 KB: a
+  // thread's share of L2). Results depend on the chunk: the same on every row.
+  t.attention_decode_max_q = 8;
+  t.attention_decode_chunk = 512;
   return t;
 }
 
@@ -90,6 +107,12 @@ Tuning arm_row(CpuClass c, const Caches& typical, double l2_core, double min_par
   t.min_parallel_operand_bytes = 1.0e6;                  // bandwidth: as on x86
   t.prefetch_next_item_bytes = l2_core / 4;
   t.softmax_stream_bytes = 2 * last;
+  t.softmax_cached_cols = 16384;  // as x86: results depend on it
+  // The S/P tile a quarter of the L2 a core has, as on x86 (512 rows x 1 KB against 2 MB):
+  // 128 rows on 128 KB, 512 on 512 KB (not measured).
+  t.attention_rows_per_tile = std::max<int64_t>(64, int64_t(l2_core / 1024));
+  t.attention_decode_max_q = 8;    // as x86
+  t.attention_decode_chunk = 512;  // as x86: results depend on it
   return t;
 }
 

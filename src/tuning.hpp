@@ -31,6 +31,11 @@ struct Tuning {
   double prefetch_next_item_bytes;    // batched items this small prefetch the next item's B
   // Softmax (src/softmax.cpp)
   double softmax_stream_bytes;  // outputs from this size on take streaming stores
+  int64_t softmax_cached_cols;  // rows up to this many columns are read once, from cache
+  // Fused attention (src/attention_plan.cpp)
+  int64_t attention_rows_per_tile;  // stacked query rows of a prefill task
+  int64_t attention_decode_max_q;   // up to this many queries split the keys into chunks
+  int64_t attention_decode_chunk;   // keys per chunk (the merge order: fixes the results)
 };
 
 const Tuning& tuning_row(CpuClass c);

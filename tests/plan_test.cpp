@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "arch/common/blocking.hpp"
+#include "src/attention_plan.hpp"
 #include "src/gemm_plan.hpp"
 
 namespace {
@@ -172,6 +173,98 @@ TEST(GemmPlan, EveryRuleFiresInTheCorpus) {
         "small-a-in-place", "mid-a-in-place", "mid-column-slices", "large-column-slices",
         "blocked"})
     EXPECT_NE(all.find(std::string("-> ") + rule + " "), std::string::npos) << rule;
+}
+
+// ---- the attention planner: the same, over a corpus of attention shapes --------------------
+
+struct AttentionShape {
+  int64_t batch, q_heads, kv_heads, q_len, kv_len;
+  const char* what;
+};
+const AttentionShape kAttentionShapes[] = {
+    {1, 32, 8, 1, 4096, "decode, GQA 4"},
+    {1, 32, 32, 1, 512, "decode within one chunk"},
+    {1, 32, 32, 1, 513, "decode, two chunks"},
+    {4, 8, 8, 8, 2048, "8 speculative tokens"},
+    {1, 8, 8, 9, 2048, "9 queries"},
+    {1, 16, 16, 512, 512, "prefill 512"},
+    {1, 32, 8, 4096, 4096, "prefill, GQA 4"},
+    {1, 1, 1, 4096, 4096, "one head"},
+    {2, 12, 12, 197, 197, "ViT"},
+    {1, 8, 1, 640, 640, "MQA"},
+    {1, 7, 7, 300, 1500, "cross"},
+};
+
+std::string attention_plan_line(const Profile& pr, CpuClass c, const AttentionShape& s,
+                                int threads) {
+  tessera_attention_desc d{};
+  d.batch = s.batch, d.q_heads = s.q_heads, d.kv_heads = s.kv_heads;
+  d.q_len = s.q_len, d.kv_len = s.kv_len;
+  const detail::AttentionPlan plan = detail::plan_attention(
+      d, s.q_heads / s.kv_heads, pr.kernels.mr, detail::tuning_row(c), threads);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%s %s t%d b%lld h%lld/%lld q%lld kv%lld -> %s bq:%lld blocks:%lld chunk:%lld "
+                "chunks:%lld",
+                pr.table, detail::cpu_class_name(c), threads, (long long)s.batch,
+                (long long)s.q_heads, (long long)s.kv_heads, (long long)s.q_len,
+                (long long)s.kv_len, plan.rule, (long long)plan.bq, (long long)plan.q_blocks,
+                (long long)plan.chunk, (long long)plan.chunks);
+  return line;
+}
+
+std::vector<std::string> all_attention_plans() {
+  std::vector<std::string> out;
+  for (const Profile& pr : profiles())
+    for (CpuClass c : pr.classes)
+      for (int threads : {1, 2, 4})
+        for (const AttentionShape& s : kAttentionShapes)
+          out.push_back(attention_plan_line(pr, c, s, threads));
+  return out;
+}
+
+TEST(AttentionPlan, GoldenPlansForEveryTableAndClass) {
+  const std::string path = TESSERA_SOURCE_DIR "/tests/data/attention_plans.txt";
+  const std::vector<std::string> got = all_attention_plans();
+  if (const char* u = std::getenv("TESSERA_UPDATE_GOLDEN"); u && *u == '1') {
+    std::ofstream out(path);
+    for (const auto& line : got) out << line << "\n";
+    GTEST_SKIP() << "wrote " << got.size() << " plans to " << path;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  std::vector<std::string> want;
+  for (std::string line; std::getline(in, line);) want.push_back(line);
+  ASSERT_EQ(got.size(), want.size()) << "the corpus changed: regenerate (see the file's test)";
+  int diffs = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && ++diffs <= 20)
+      ADD_FAILURE() << "plan changed:\n  golden: " << want[i] << "\n  now:    " << got[i];
+  EXPECT_EQ(diffs, 0) << "plans differ from " << path;
+}
+
+// Each block of a prefill plan is a whole number of MR panels where the group allows, and the
+// blocks cover the queries; a split plan's chunks cover the keys.
+TEST(AttentionPlan, BlocksAndChunksCoverTheProblem) {
+  for (const Profile& pr : profiles())
+    for (CpuClass c : pr.classes)
+      for (int threads : {1, 2, 3, 4, 8})
+        for (const AttentionShape& s : kAttentionShapes) {
+          tessera_attention_desc d{};
+          d.batch = s.batch, d.q_heads = s.q_heads, d.kv_heads = s.kv_heads;
+          d.q_len = s.q_len, d.kv_len = s.kv_len;
+          const int64_t group = s.q_heads / s.kv_heads;
+          const detail::AttentionPlan p =
+              detail::plan_attention(d, group, pr.kernels.mr, detail::tuning_row(c), threads);
+          const std::string at = attention_plan_line(pr, c, s, threads);
+          if (p.path == detail::AttentionPath::decode_split_kv) {
+            EXPECT_GE(p.chunk * p.chunks, s.kv_len) << at;
+            EXPECT_LT(p.chunk * (p.chunks - 1), s.kv_len) << at;
+          } else {
+            EXPECT_GE(p.bq * p.q_blocks, s.q_len) << at;
+            EXPECT_LT(p.bq * (p.q_blocks - 1), s.q_len) << at;
+          }
+        }
 }
 
 }  // namespace
