@@ -170,6 +170,17 @@ bool Slices::reserve(Scratch& s, size_t floats, int count) {
 }
 
 float* Slices::claim() {
+  // First the slice of the thread's arena slot: a thread then gets the same slice call after
+  // call, still in its core's caches (a slice claimed in any order was last written by the other
+  // core half the time: the streamed-B sums of 4 x 1024 x 1024 on 2 threads ran 21% slower).
+  // Only a preference: two tasks of one slot (TBB gives an arena of concurrency 1 two slots)
+  // find it taken, and scan.
+  const int home = tbb::this_task_arena::current_thread_index();
+  if (home >= 0 && home < count_) {
+    const uint64_t bit = uint64_t(1) << (home % 64);
+    if (!(busy_[home / 64].fetch_or(bit, std::memory_order_acquire) & bit))
+      return base_ + size_t(home) * per_;
+  }
   for (;;) {  // at most one pass while slices >= running tasks; else wait for one to end
     for (int i = 0; i < count_; ++i) {
       std::atomic<uint64_t>& word = busy_[i / 64];
