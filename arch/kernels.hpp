@@ -145,6 +145,14 @@ struct SoftmaxKernels {
   void (*affine)(int64_t n, const float* x, float mul, float add, float* y);
 };
 
+// convert.hpp: float32 <-> f16 / bf16 arrays (contract there).
+struct ConvertKernels {
+  void (*f32_to_f16)(int64_t n, const float* x, uint16_t* y);
+  void (*f16_to_f32)(int64_t n, const uint16_t* x, float* y);
+  void (*f32_to_bf16)(int64_t n, const float* x, uint16_t* y);
+  void (*bf16_to_f32)(int64_t n, const uint16_t* x, float* y);
+};
+
 struct KernelTable {
   const char* name;  // "avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"
   int simd_floats;   // floats per vector register
@@ -155,6 +163,7 @@ struct KernelTable {
 
   GemmKernels gemm;
   SoftmaxKernels softmax;
+  ConvertKernels convert;
 };
 
 // Defined only where the build compiles the ISA; src/dispatch.cpp decides which exist.

@@ -4,6 +4,7 @@
 
 #include "error.hpp"
 #include "tessera/attention.hpp"
+#include "tessera/convert.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/layers.hpp"
 #include "tessera/softmax.hpp"
@@ -54,6 +55,13 @@ tessera_status tessera_bind_workspace(void* buffer, size_t bytes) {
   return guarded([&] { return tessera::bind_workspace(buffer, bytes); });
 }
 size_t tessera_workspace_peak(void) { return tessera::workspace_peak(); }
+tessera_status tessera_convert(tessera_dtype from, tessera_dtype to, int64_t n, const void* x,
+                               void* y) {
+  return guarded([&] {
+    return tessera::convert(static_cast<tessera::DType>(from), static_cast<tessera::DType>(to), n,
+                            x, y);
+  });
+}
 tessera_status tessera_set_num_threads(int n) {
   return guarded([&] { return tessera::set_num_threads(n); });
 }

@@ -25,11 +25,13 @@ bool avx512(const Hardware& hw) {
   return hw.has(Feature::avx512f) && hw.has(Feature::avx512dq) && hw.has(Feature::avx512bw) &&
          hw.has(Feature::avx512vl);
 }
-bool avx2(const Hardware& hw) { return hw.has(Feature::avx2) && hw.has(Feature::fma); }
+bool avx2(const Hardware& hw) {
+  return hw.has(Feature::avx2) && hw.has(Feature::fma) && hw.has(Feature::f16c);
+}
 // Best first.
 constexpr Candidate kCandidates[] = {
     {"avx512", arch::avx512_table, avx512, "avx512f avx512dq avx512bw avx512vl"},
-    {"avx2", arch::avx2_table, avx2, "avx2 fma"},
+    {"avx2", arch::avx2_table, avx2, "avx2 fma f16c"},
     {"sse2", arch::sse2_table, always, "sse2"},
 };
 #elif defined(TESSERA_HAVE_NEON64)

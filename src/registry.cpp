@@ -9,8 +9,10 @@ namespace tessera::detail {
 namespace {
 
 constexpr const char* kFamilyNames[] = {
-    "gemm_packed", "gemm_packed_narrow",    "gemm_rows_bk", "gemm_strided",   "gemm_strided_narrow",
-    "gemm_wide",   "gemm_wide_prefetching", "gemm_dot",     "gemm_dot_stream"};
+    "gemm_packed",         "gemm_packed_narrow", "gemm_rows_bk",          "gemm_strided",
+    "gemm_strided_narrow", "gemm_wide",          "gemm_wide_prefetching", "gemm_dot",
+    "gemm_dot_stream",     "convert_f32_f16",    "convert_f16_f32",       "convert_f32_bf16",
+    "convert_bf16_f32"};
 static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
 
 struct Adder {
@@ -30,6 +32,15 @@ struct Adder {
     KernelRow row;
     row.name = name, row.table = t.name, row.features = table_features(t.name);
     row.family = f, row.rows = rows, row.cols = cols, row.mr = mr, row.ldb = ldb, row.fn = fn;
+    out.push_back(row);
+  }
+
+  // A conversion kernel: f16_from_f32_avx2, ...
+  void conversion(KernelFamily f, const char* what, const void* fn) {
+    KernelRow row;
+    row.name = std::string(what) + "_" + t.name;
+    row.table = t.name, row.features = table_features(t.name);
+    row.family = f, row.rows = 1, row.fn = fn;
     out.push_back(row);
   }
 
@@ -71,6 +82,15 @@ struct Adder {
     }
     add(KernelFamily::gemm_dot_stream, "gemm_dot_stream", 1, g.dot_cols[1], 0, 0,
         reinterpret_cast<const void*>(g.dot_stream));
+    const arch::ConvertKernels& c = t.convert;
+    conversion(KernelFamily::convert_f32_f16, "f16_from_f32",
+               reinterpret_cast<const void*>(c.f32_to_f16));
+    conversion(KernelFamily::convert_f16_f32, "f32_from_f16",
+               reinterpret_cast<const void*>(c.f16_to_f32));
+    conversion(KernelFamily::convert_f32_bf16, "bf16_from_f32",
+               reinterpret_cast<const void*>(c.f32_to_bf16));
+    conversion(KernelFamily::convert_bf16_f32, "f32_from_bf16",
+               reinterpret_cast<const void*>(c.bf16_to_f32));
   }
 };
 

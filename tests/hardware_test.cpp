@@ -25,7 +25,11 @@ using tessera::detail::Vendor;
 Hardware x86(Vendor v, int family, bool avx512) {
   Hardware hw;
   hw.vendor = v, hw.family = family;
-  hw.with(Feature::sse2).with(Feature::avx).with(Feature::fma).with(Feature::avx2);
+  hw.with(Feature::sse2)
+      .with(Feature::avx)
+      .with(Feature::fma)
+      .with(Feature::f16c)
+      .with(Feature::avx2);
   if (avx512)
     hw.with(Feature::avx512f)
         .with(Feature::avx512dq)
@@ -78,8 +82,11 @@ TEST(Hardware, TablesForEachInjectedFeatureSet) {
   avx512_without_bw.with(Feature::avx512f).with(Feature::avx512dq).with(Feature::avx512vl);
   EXPECT_EQ(tables(avx512_without_bw), "avx2 sse2");
   Hardware avx2_without_fma;
-  avx2_without_fma.with(Feature::sse2).with(Feature::avx2);
+  avx2_without_fma.with(Feature::sse2).with(Feature::avx2).with(Feature::f16c);
   EXPECT_EQ(tables(avx2_without_fma), "sse2");
+  Hardware avx2_without_f16c;  // the avx2 table converts f16 with F16C
+  avx2_without_f16c.with(Feature::sse2).with(Feature::avx2).with(Feature::fma);
+  EXPECT_EQ(tables(avx2_without_f16c), "sse2");
 #elif defined(__aarch64__)
   EXPECT_EQ(tables(arm64(0xd08, false)), "neon64");
   EXPECT_EQ(tables(arm64(0xd0b, true)), "neon64_v82 neon64");

@@ -4,14 +4,19 @@
 // rebuilt for v8.2, in a namespace of their own (kernel_ns.hpp); the half-precision and
 // dot-product kernels join it with their element types.
 #include "../common/table.hpp"
+#include "convert_neon64.hpp"
 #include "gemm_ukernel_neon64.hpp"
 
 namespace tessera::arch {
 
 const KernelTable& neon64_v82_table() {
-  static const KernelTable table =
-      make_table<xsimd::neon64, kNeon64Gemm,
-                 Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64_v82");
+  static const KernelTable table = [] {
+    KernelTable t =
+        make_table<xsimd::neon64, kNeon64Gemm,
+                   Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64_v82");
+    t.convert = make_convert_kernels<Neon64HalfLanes>();
+    return t;
+  }();
   return table;
 }
 

@@ -12,6 +12,7 @@
 
 #include "../kernels.hpp"
 #include "blocking.hpp"
+#include "convert.hpp"
 #include "gemm_dot.hpp"
 #include "gemm_pack.hpp"
 #include "gemm_rows_stream.hpp"
@@ -150,6 +151,7 @@ KernelTable make_table(const char* name) {
   sm.max = &row_max<Arch>;
   sm.exp_sum = &exp_sum<Arch>;
   sm.affine = &affine<Arch>;
+  t.convert = make_convert_kernels();  // an ISA with f16 lanes passes them (its own file)
   return t;
 }
 

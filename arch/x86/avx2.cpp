@@ -1,11 +1,16 @@
 // The avx2 kernel table: every template kernel instantiated for xsimd::fma3<xsimd::avx2>.
 // Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
 #include "../common/table.hpp"
+#include "convert_x86.hpp"
 
 namespace tessera::arch {
 
 const KernelTable& avx2_table() {
-  static const KernelTable table = make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm>("avx2");
+  static const KernelTable table = [] {
+    KernelTable t = make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm>("avx2");
+    t.convert = make_convert_kernels<F16cLanes>();
+    return t;
+  }();
   return table;
 }
 

@@ -1,6 +1,7 @@
 // The avx512 kernel table: every template kernel instantiated for xsimd::avx512f.
 // Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
 #include "../common/table.hpp"
+#include "convert_x86.hpp"
 
 namespace tessera::arch {
 
@@ -9,6 +10,7 @@ const KernelTable& avx512_table() {
   static const KernelTable table = [] {
     KernelTable t = make_table<xsimd::avx512f, kAvx512Gemm>("avx512");
     t.gemm.deep = &deep;
+    t.convert = make_convert_kernels<Avx512HalfLanes>();
     return t;
   }();
   return table;

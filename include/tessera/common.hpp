@@ -18,6 +18,8 @@ enum class Status : int {
 
 enum class Transpose : int { no_trans = TESSERA_NO_TRANS, trans = TESSERA_TRANS };
 
+enum class DType : int { f32 = TESSERA_F32, f16 = TESSERA_F16, bf16 = TESSERA_BF16 };
+
 TESSERA_API const char* status_string(Status s);
 // Message of the last failed call on this thread, naming the argument; "" if none.
 TESSERA_API const char* last_error();

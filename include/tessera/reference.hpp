@@ -15,6 +15,13 @@ TESSERA_API void sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, in
                                        const float* b, int64_t ldb, int64_t stride_b, float beta,
                                        float* c, int64_t ldc, int64_t stride_c, int64_t batch);
 
+// One element between float32 and f16 / bf16: tessera_convert's specification (round to nearest
+// even; a NaN quieted, the top bits of its payload kept; f16 overflow to inf; widening exact).
+TESSERA_API uint16_t f32_to_f16(float x);
+TESSERA_API float f16_to_f32(uint16_t h);
+TESSERA_API uint16_t f32_to_bf16(float x);
+TESSERA_API float bf16_to_f32(uint16_t h);
+
 TESSERA_API void softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,
                          int64_t ldy, float scale);
 TESSERA_API void log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,

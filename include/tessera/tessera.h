@@ -68,6 +68,15 @@ typedef enum tessera_transpose {
   TESSERA_TRANSPOSE_MAX_ENUM = 0x7FFFFFFF
 } tessera_transpose;
 
+/* Element types of stored arrays: float32, IEEE half (f16) and bfloat16. */
+typedef enum tessera_dtype {
+  TESSERA_F32 = 0,
+  TESSERA_F16 = 1,
+  TESSERA_BF16 = 2,
+  TESSERA_DTYPE_MIN_ENUM = -0x7FFFFFFF - 1,
+  TESSERA_DTYPE_MAX_ENUM = 0x7FFFFFFF
+} tessera_dtype;
+
 /* Where query i sits among the keys, for causal and window masks and ALiBi distances. */
 typedef enum tessera_align {
   TESSERA_ALIGN_TOP_LEFT = 0,     /* position i (PyTorch is_causal) */
@@ -108,6 +117,16 @@ TESSERA_API tessera_status tessera_release_scratch(void);
  * a buffer of that many bytes serves them all. */
 TESSERA_API tessera_status tessera_bind_workspace(void* buffer, size_t bytes);
 TESSERA_API size_t tessera_workspace_peak(void);
+
+/* ---- conversions ---------------------------------------------------------------------------- */
+
+/* y[i] = x[i] converted from type `from` to type `to`, n elements. Narrowing rounds to nearest,
+ * ties to even; infinities stay infinite; a NaN stays a NaN of its sign, quieted, with the top
+ * bits of its payload; f16 overflow (|x| >= 65520) gives inf; subnormals are kept. Widening is
+ * exact. f16 <-> bf16 goes through f32 (one rounding). x and y may not overlap, except x == y
+ * when from == to. tessera::reference::f32_to_f16 and its kin are the specification. */
+TESSERA_API tessera_status tessera_convert(tessera_dtype from, tessera_dtype to, int64_t n,
+                                           const void* x, void* y);
 
 /* ---- GEMM ----------------------------------------------------------------------------------- */
 
