@@ -90,6 +90,7 @@ void register_peak();
 void register_gemm();
 void register_softmax();
 void register_exp();
+void register_convert();
 void register_attention();
 
 }  // namespace bench
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
   bench::register_peak();
   bench::register_gemm();
   bench::register_exp();
+  bench::register_convert();
   bench::register_softmax();
   bench::register_attention();
   benchmark::RunSpecifiedBenchmarks();
