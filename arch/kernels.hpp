@@ -126,6 +126,28 @@ inline int wide_index(const GemmKernels& g, int r, int64_t vectors) {
   return j;
 }
 
+// C[0:r, 0:n] = alpha A B + beta C for r <= kMaxWideRows rows of A (element (i, p) at
+// a[i a_rs + p a_cs]) and B read in place (rows ldb apart): the table's wide kernels over B's
+// whole vectors, widest first; the columns past the last whole vector packed into `panel` (k x
+// nr floats; unused, and may be null, when n is whole vectors) for the one-vector kernel. Every
+// C element is one accumulator lane summing k in order, whatever the widths.
+// b_streams: B comes from L3 or memory: the wide_prefetching kernels.
+inline void wide_rows(const GemmKernels& g, int64_t r, int64_t k, const float* a, int64_t a_rs,
+                      int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,
+                      float alpha, float beta, float* panel, bool b_streams = false) {
+  const int64_t W = g.simd_floats, whole = n / W * W;
+  const auto& wide = b_streams ? g.wide_prefetching : g.wide;
+  for (int64_t j0 = 0; j0 < whole;) {
+    const int j = wide_index(g, int(r), (whole - j0) / W);
+    const int64_t nr = (int64_t(1) << j) * W;
+    wide[r][j](k, a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, nr, alpha, beta);
+    j0 += nr;
+  }
+  if (whole == n) return;
+  g.pack_b(false, k, n - whole, b + whole, ldb, panel);
+  g.wide[r][0](k, a, a_rs, a_cs, panel, g.nr, c + whole, ldc, n - whole, alpha, beta);
+}
+
 // softmax.hpp / exp.hpp: row kernels (contracts there).
 struct SoftmaxKernels {
   void (*exp)(int64_t n, const float* x, float* y);

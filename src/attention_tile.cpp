@@ -10,7 +10,6 @@
 #include "../arch/common/prefetch.hpp"
 #include "attention_tile.hpp"
 #include "flash_attention.hpp"
-#include "gemm_driver.hpp"
 #include "scratch.hpp"
 
 namespace tessera::detail::fa {
@@ -36,7 +35,7 @@ void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, i
     const float* vsrc = vtile + k0 * ldv;
     float* o_rows = st.o + ir * Dv;
     if (r <= arch::kMaxWideRows) {
-      gemm_wide_rows(gk, r, k1 - k0, p, kBK, 1, vsrc, ldv, o_rows, Dv, Dv, 1.0f, 1.0f, st.vp);
+      arch::wide_rows(gk, r, k1 - k0, p, kBK, 1, vsrc, ldv, o_rows, Dv, Dv, 1.0f, 1.0f, st.vp);
       continue;
     }
     int64_t c0 = 0;

@@ -27,15 +27,6 @@ struct GemmProblem {
 // parallelise over a batch).
 Status gemm_run(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel = true);
 
-// C[0:r, 0:n] = alpha A B + beta C for r <= arch::kMaxWideRows rows of A (element (i, p) at
-// a[i a_rs + p a_cs]), B read in place (rows ldb apart) by the wide kernels over its whole
-// vectors, widest first; the columns past the last whole vector are packed into `panel`
-// (k x NR floats; unused, and may be null, when n is a multiple of the vector width).
-// b_streams: B comes from L3 or memory; take the table's wide_prefetching kernels.
-void gemm_wide_rows(const arch::GemmKernels& kt, int64_t r, int64_t k, const float* a, int64_t a_rs,
-                    int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,
-                    float alpha, float beta, float* panel, bool b_streams = false);
-
 // The kernels of a blocked product k deep and n wide: the table's deep tile where it has one,
 // k > 128 (below, rows go outside the panels: see gemm_blocked) and n spans at least 4 of its
 // panels; the table's own tile otherwise (blocking.hpp: kAvx512DeepGemm has the measurements).

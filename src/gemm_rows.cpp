@@ -82,7 +82,7 @@ void gemm_dot(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
 // prefetchers fetched the other thread's lines as well; split by k, each thread streams one
 // contiguous range. Two threads on 1 x 128 x 4096, standalone loops, medians of 20000 calls:
 // 17.2 us by columns, 9.6 us by k (oneDNN: 11.1 us).
-// The zero-padded panel of a task for gemm_wide_rows' columns past the last whole vector of n,
+// The zero-padded panel of a task for arch::wide_rows' columns past the last whole vector of n,
 // one chunk of k deep (none when n is whole vectors).
 static size_t k_chunk_panel_floats(const GemmKernels& kt, const GemmProblem& p) {
   return p.n % kt.simd_floats != 0 ? size_t(kWideKChunk * kt.nr) : 0;
@@ -108,9 +108,9 @@ Status gemm_wide_k_chunks(const GemmKernels& kt, const GemmProblem& p, bool para
     panels.with_slice([&](float* panel) {
       for (int64_t c = c0; c < c1; ++c) {
         const int64_t k0 = c * kWideKChunk;
-        gemm_wide_rows(kt, p.m, std::min(kWideKChunk, p.k - k0), p.a + k0 * a_cs, a_rs, a_cs,
-                       p.b + k0 * p.ldb, p.ldb, partial + c * block, p.n, p.n, 1.0f, 0.0f, panel,
-                       b_streams);
+        arch::wide_rows(kt, p.m, std::min(kWideKChunk, p.k - k0), p.a + k0 * a_cs, a_rs, a_cs,
+                        p.b + k0 * p.ldb, p.ldb, partial + c * block, p.n, p.n, 1.0f, 0.0f, panel,
+                        b_streams);
       }
     });
   });
@@ -165,29 +165,13 @@ Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel, boo
       if (n == 0) return;
     }
     float* panel = n % W != 0 ? buf + acc_floats : nullptr;
-    gemm_wide_rows(kt, p.m, p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, p.c + j0, p.ldc, n, p.alpha,
-                   p.beta, panel);
+    arch::wide_rows(kt, p.m, p.k, p.a, a_rs, a_cs, p.b + j0, p.ldb, p.c + j0, p.ldc, n, p.alpha,
+                    p.beta, panel);
   };
   thread_slices(vectors, parallel, [&](int64_t v0, int64_t v1, bool tail) {
     scratch.with_slice([&](float* buf) { columns(v0, v1, tail, buf); });
   });
   return Status::ok;
-}
-
-void gemm_wide_rows(const GemmKernels& kt, int64_t r, int64_t k, const float* a, int64_t a_rs,
-                    int64_t a_cs, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t n,
-                    float alpha, float beta, float* panel, bool b_streams) {
-  const int64_t W = kt.simd_floats, whole = n / W * W;
-  const auto& wide = b_streams ? kt.wide_prefetching : kt.wide;
-  for (int64_t j0 = 0; j0 < whole;) {
-    const int j = arch::wide_index(kt, int(r), (whole - j0) / W);
-    const int64_t nr = (int64_t(1) << j) * W;
-    wide[r][j](k, a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, nr, alpha, beta);
-    j0 += nr;
-  }
-  if (whole == n) return;
-  kt.pack_b(false, k, n - whole, b + whole, ldb, panel);
-  kt.wide[r][0](k, a, a_rs, a_cs, panel, kt.nr, c + whole, ldc, n - whole, alpha, beta);
 }
 
 }  // namespace tessera::detail
