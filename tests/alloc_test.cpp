@@ -266,6 +266,12 @@ TEST(Allocation, GemmScratchIsTakenBeforeAnyWrite) {
         g_fail_aligned = true;
         const tessera_status st = run(untouched);
         g_fail_aligned = false;
+        // A table whose plan for the shape needs no scratch (NEON's 12-column panels divide 72,
+        // read in place) succeeds; otherwise out of memory with C as it was.
+        if (st == TESSERA_OK) {
+          EXPECT_EQ(untouched, want) << shape;
+          return;
+        }
         EXPECT_EQ(st, TESSERA_OUT_OF_MEMORY) << shape;
         for (float f : untouched) ASSERT_EQ(f, 42.0f) << shape << ": C written before failing";
       });
