@@ -48,7 +48,7 @@ Status attention_desc_init(AttentionDesc& d, int64_t batch, int64_t q_heads, int
   return Status::ok;
 }
 
-Status attention(const AttentionDesc& d, const float* q, const float* k, const float* v, float* o) {
+Status attention(const AttentionDesc& d, const float* q, const void* k, const void* v, float* o) {
   return detail::in_arena([&] {
     TESSERA_CHECK(detail::check_attention(d, q, k, v, o));
     if (d.batch == 0 || d.q_len == 0 || d.q_heads == 0) return Status::ok;

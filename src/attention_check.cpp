@@ -23,14 +23,15 @@ Status spans_of(const tessera_attention_desc& d, Spans& s) {
   const bool queries = d.batch > 0 && d.q_len > 0 && d.q_heads > 0;
   const int64_t rows = queries ? d.batch : 0;  // nothing is read without queries
   auto span = [&](const char* name, const int64_t* st, int64_t heads, int64_t len, int64_t dim,
-                  int64_t& out) {
+                  size_t bytes, int64_t& out) {
     const int64_t strides[4] = {st[0], st[1], st[2], 1}, extents[4] = {rows, heads, len, dim};
-    return tensor_span(name, strides, extents, 4, sizeof(float), out);
+    return tensor_span(name, strides, extents, 4, bytes, out);
   };
-  TESSERA_CHECK(span("q", d.q_stride, d.q_heads, d.q_len, d.head_dim, s.q));
-  TESSERA_CHECK(span("k", d.k_stride, d.kv_heads, d.kv_len, d.head_dim, s.k));
-  TESSERA_CHECK(span("v", d.v_stride, d.kv_heads, d.kv_len, d.value_dim, s.v));
-  TESSERA_CHECK(span("o", d.o_stride, d.q_heads, d.q_len, d.value_dim, s.o));
+  const size_t kb = dtype_bytes(DType(d.k_type)), vb = dtype_bytes(DType(d.v_type));
+  TESSERA_CHECK(span("q", d.q_stride, d.q_heads, d.q_len, d.head_dim, 4, s.q));
+  TESSERA_CHECK(span("k", d.k_stride, d.kv_heads, d.kv_len, d.head_dim, kb, s.k));
+  TESSERA_CHECK(span("v", d.v_stride, d.kv_heads, d.kv_len, d.value_dim, vb, s.v));
+  TESSERA_CHECK(span("o", d.o_stride, d.q_heads, d.q_len, d.value_dim, 4, s.o));
   const int64_t score_extents[4] = {rows, d.q_heads, d.q_len, d.kv_len};
   if (d.bias)
     TESSERA_CHECK(
@@ -46,8 +47,8 @@ Status spans_of(const tessera_attention_desc& d, Spans& s) {
   return Status::ok;
 }
 
-Status check_attention(const tessera_attention_desc& d, const float* q, const float* k,
-                       const float* v, const float* o, bool tensors) {
+Status check_attention(const tessera_attention_desc& d, const float* q, const void* k,
+                       const void* v, const float* o, bool tensors) {
   TESSERA_CHECK(check_nonneg("desc->batch", d.batch));
   TESSERA_CHECK(check_nonneg("desc->q_heads", d.q_heads));
   TESSERA_CHECK(check_nonneg("desc->kv_heads", d.kv_heads));
@@ -63,6 +64,8 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const fl
                 "desc->q_heads = %lld is not a multiple of kv_heads = %lld", (long long)d.q_heads,
                 (long long)d.kv_heads);
   TESSERA_CHECK(check_finite("desc->scale", d.scale));
+  TESSERA_CHECK(check_dtype("desc->k_type", DType(d.k_type)));
+  TESSERA_CHECK(check_dtype("desc->v_type", DType(d.v_type)));
   TESSERA_CHECK(check_strides("desc->q_stride", d.q_stride, 3));
   TESSERA_CHECK(check_strides("desc->k_stride", d.k_stride, 3));
   TESSERA_CHECK(check_strides("desc->v_stride", d.v_stride, 3));
@@ -111,8 +114,8 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const fl
   const int64_t rows = queries ? d.batch : 0;
   const Region inputs[] = {
       region("q", q, s.q, 4),
-      region("k", k, s.k, 4),
-      region("v", v, s.v, 4),
+      region("k", k, s.k, dtype_bytes(DType(d.k_type))),
+      region("v", v, s.v, dtype_bytes(DType(d.v_type))),
       region("desc->bias", d.bias, s.bias, 4),
       region("desc->mask", d.mask, s.mask, 1),
       region("desc->kv_lens", d.kv_lens, rows, sizeof(int32_t)),

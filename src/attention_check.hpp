@@ -9,7 +9,7 @@ namespace tessera::detail {
 // tensors = false checks the sizes, strides and options alone (attention_desc_init, where the
 // tensors are not known yet); true also the tensor pointers and that no output (o, lse) shares
 // memory with another argument.
-Status check_attention(const tessera_attention_desc& d, const float* q, const float* k,
-                       const float* v, const float* o, bool tensors = true);
+Status check_attention(const tessera_attention_desc& d, const float* q, const void* k,
+                       const void* v, const float* o, bool tensors = true);
 
 }  // namespace tessera::detail

@@ -25,8 +25,8 @@ namespace {
 // 4096 11.9 -> 15.1, kv 32768 11.9 -> 14.2. Columns past the last whole vector (head dims that
 // are not a multiple of W) go through a zero-padded packed panel.
 void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, int64_t rows,
-                 const float* vtile, const int64_t* extent, TileState& st) {
-  const int64_t MR = gk.mr, NR = gk.nr, Dv = d.value_dim, ldv = d.v_stride[2];
+                 const float* vtile, int64_t ldv, const int64_t* extent, TileState& st) {
+  const int64_t MR = gk.mr, NR = gk.nr, Dv = d.value_dim;
   for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
     const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
     const int64_t r = std::min(MR, rows - ir);
@@ -52,19 +52,62 @@ void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, i
 // `steps` calls of step(): one share after each micro-kernel call of a product, so the requests
 // trickle out while the FMAs run. (Issued in one burst per row of the softmax loop, they had
 // stalled on full fill buffers: 2-3% of fused attention at L = 4096, d = 128.)
+// Rows, their length and the distance between them in bytes (K and V may be 16-bit).
 struct SpreadPrefetch {
-  const float* base = nullptr;
+  const char* base = nullptr;
   int64_t ld = 0, len = 0, count = 0, share = 0, next = 0;
 
   SpreadPrefetch() = default;
-  SpreadPrefetch(const float* b, int64_t ld_, int64_t len_, int64_t count_, int64_t steps)
+  SpreadPrefetch(const char* b, int64_t ld_, int64_t len_, int64_t count_, int64_t steps)
       : base(b), ld(ld_), len(len_), count(count_), share((count_ + steps - 1) / steps) {}
   void step() {
-    for (const int64_t e = std::min(count, next + share); next < e; ++next)
-      arch::prefetch_span<2>(base + next * ld, len);
+    for (const int64_t e = std::min(count, next + share); next < e; ++next) fetch(next);
   }
   void finish() {
-    for (; next < count; ++next) arch::prefetch_span<2>(base + next * ld, len);
+    for (; next < count; ++next) fetch(next);
+  }
+  void fetch(int64_t row) const {
+    // cppcheck-suppress invalidPointerCast
+    arch::prefetch_span<2>(reinterpret_cast<const float*>(base + row * ld), (len + 3) / 4);
+  }
+};
+
+// The K or V rows of one (batch, KV head), of any element type: tiles of them as float32 rows,
+// read in place, or widened into the task's buffer first (a f16/bf16 tile: one pass of the
+// table's conversion kernels, so the products run on float32 as they do for float32 inputs).
+struct KvRows {
+  const char* base;  // row 0
+  int64_t ld;        // elements between rows
+  int64_t len;       // elements per row
+  tessera_dtype type;
+  float* widened;  // BK x len floats
+
+  KvRows(const void* p, tessera_dtype t, const int64_t* stride, int64_t b, int64_t hk, int64_t len_,
+         float* w)
+      : base(static_cast<const char*>(p) + (b * stride[0] + hk * stride[1]) * bytes(t)),
+        ld(stride[2]),
+        len(len_),
+        type(t),
+        widened(w) {}
+  static int64_t bytes(tessera_dtype t) { return t == TESSERA_F32 ? 4 : 2; }
+  const char* row(int64_t j) const { return base + j * ld * bytes(type); }
+  int64_t ld_bytes() const { return ld * bytes(type); }
+  // Rows [j0, j0 + n) as float32, ld_out floats apart.
+  const float* tile(const arch::ConvertKernels& cv, int64_t j0, int64_t n, int64_t& ld_out) const {
+    if (type == TESSERA_F32) {
+      ld_out = ld;
+      // cppcheck-suppress invalidPointerCast
+      return reinterpret_cast<const float*>(row(j0));
+    }
+    const auto widen = type == TESSERA_F16 ? cv.f16_to_f32 : cv.bf16_to_f32;
+    // cppcheck-suppress invalidPointerCast
+    const auto* h = reinterpret_cast<const uint16_t*>(row(j0));
+    if (ld == len)
+      widen(n * len, h, widened);
+    else
+      for (int64_t r = 0; r < n; ++r) widen(len, h + r * ld, widened + r * len);
+    ld_out = len;
+    return widened;
   }
 };
 
@@ -100,7 +143,7 @@ void load_queries(const tessera_attention_desc& d, const Geometry& g, const floa
 
 // The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
 void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
-              int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v, TileState& st) {
+              int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v, TileState& st) {
   const tessera_attention_desc& d = g.d;
   const int64_t rows = g.group * bq, D = d.head_dim, Dv = d.value_dim;
   const int64_t valid = valid_len(d, b);
@@ -119,8 +162,8 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   // tile past `end` is visited, where it once made an empty tile and a division by zero.
   const int64_t hi = std::min(end, std::max(hi_first, hi_last));
   if (hi <= lo) return;  // no key visible to any row (k and v may be NULL when kv_len = 0)
-  const float* kbase = k + b * d.k_stride[0] + hk * d.k_stride[1];
-  const float* vbase = v + b * d.v_stride[0] + hk * d.v_stride[1];
+  const KvRows krows(k, d.k_type, d.k_stride, b, hk, D, st.kw);
+  const KvRows vrows(v, d.v_type, d.v_stride, b, hk, Dv, st.vw);
   const arch::SoftmaxKernels& sk = kt.softmax;
 
   const arch::GemmKernels& gk = kt.gemm;
@@ -150,10 +193,11 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     }
     // S = scale Q K^T: K^T packed per tile, Q packed once per task; a K panel stays in L1
     // while every Q panel passes it.
-    const float* ktile = kbase + j0 * d.k_stride[2];
+    int64_t ldk;
+    const float* ktile = krows.tile(kt.convert, j0, n, ldk);
     if (few_rows(gk, rows)) {
       // Few rows (decode): dot products along d, K read in place, once.
-      const int64_t R = gk.dot_rows, ldk = d.k_stride[2];
+      const int64_t R = gk.dot_rows;
       for (int64_t i = 0; i < rows; i += R) {
         const int64_t r = std::min(R, rows - i), J = gk.dot_cols[r];
         // One row reads each K row once, from memory in decode: the in-order kernel.
@@ -166,9 +210,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
                      0.0f);
       }
     } else {
-      gk.pack_b(true, D, n, ktile, d.k_stride[2], st.kp);
+      gk.pack_b(true, D, n, ktile, ldk, st.kp);
       // This tile's V rows, fetched into L2 while S is computed (P V reads them next).
-      SpreadPrefetch v_ahead(vbase + j0 * d.v_stride[2], d.v_stride[2], Dv, n,
+      SpreadPrefetch v_ahead(vrows.row(j0), vrows.ld_bytes(), Dv * KvRows::bytes(d.v_type), n,
                              ceil_div(n, NR) * ceil_div(rows, MR));
       for (int64_t q = 0; q * NR < n; ++q) {
         const int64_t nr = std::min(NR, n - q * NR);
@@ -244,8 +288,10 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       st.l[r] += sum;
       st.m[r] = m_new;
     }
+    int64_t ldv;
+    const float* vtile = vrows.tile(kt.convert, j0, n, ldv);
     if (few_rows(gk, rows)) {
-      pv_few_rows(gk, d, rows, vbase + j0 * d.v_stride[2], extent, st);
+      pv_few_rows(gk, d, rows, vtile, ldv, extent, st);
       continue;
     }
     // O += P V: P read in place (rows kBK apart, a constant of the kernel), V packed per tile
@@ -255,11 +301,11 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     const int64_t next_n = std::min(kBK, std::min(hi, end) - (j0 + kBK));
     SpreadPrefetch k_ahead;
     if (next_n > 0)
-      k_ahead = SpreadPrefetch(kbase + (j0 + kBK) * d.k_stride[2], d.k_stride[2], D, next_n,
-                               ceil_div(Dv, NR) * ceil_div(rows, MR));
+      k_ahead = SpreadPrefetch(krows.row(j0 + kBK), krows.ld_bytes(), D * KvRows::bytes(d.k_type),
+                               next_n, ceil_div(Dv, NR) * ceil_div(rows, MR));
     for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
       const int64_t nr = std::min(NR, Dv - c0);
-      gk.pack_b(false, n, nr, vbase + j0 * d.v_stride[2] + c0, d.v_stride[2], st.vp);
+      gk.pack_b(false, n, nr, vtile + c0, ldv, st.vp);
       for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
         // Only the keys some row of the panel sees: P is 0 elsewhere.
         const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
@@ -279,16 +325,19 @@ namespace {
 
 // The floats of each buffer of a task's state, in carve order (see TileState); each rounded
 // to 16 floats so that every one starts 64-byte aligned. The last three hold integers.
-constexpr int kStateBuffers = 13;
+constexpr int kStateBuffers = 15, kFloatBuffers = 12;
 void state_sizes(const tessera_attention_desc& d, const arch::KernelTable& kt, int64_t rows,
                  int64_t* sizes) {
   const int64_t D = d.head_dim, Dv = d.value_dim, MR = kt.gemm.mr, NR = kt.gemm.nr;
   const int64_t panels = (rows + MR - 1) / MR, chunks = ceil_div(rows, softmax_chunk(kt));
   const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
+  const int64_t kw = d.k_type == TESSERA_F32 ? 0 : kBK * D;
+  const int64_t vw = d.v_type == TESSERA_F32 ? 0 : kBK * Dv;
   auto r16 = [](int64_t f) { return (f + 15) / 16 * 16; };
   const int64_t f[kStateBuffers] = {
-      rows * D, panels * MR * D, D * bk_padded, kBK * NR, rows * kBK, rows * Dv, rows, rows, rows,
-      rows,     4 * panels,      4 * chunks,    panels};
+      rows * D,   panels * MR * D, D * bk_padded, kBK * NR, kw,   vw,
+      rows * kBK, rows * Dv,       rows,          rows,     rows, rows,
+      4 * panels, 4 * chunks,      panels};
   for (int i = 0; i < kStateBuffers; ++i) sizes[i] = r16(f[i]);
 }
 
@@ -307,18 +356,18 @@ void carve_state(float* p, const tessera_attention_desc& d, const arch::KernelTa
   const int64_t Dv = d.value_dim;
   int64_t sizes[kStateBuffers];
   state_sizes(d, kt, rows, sizes);
-  float** slots[] = {&st.qg, &st.qp, &st.kp, &st.vp,     &st.s,
-                     &st.o,  &st.m,  &st.l,  &st.tile_m, &st.tile_l};
-  for (int i = 0; i < 10; ++i) {
+  float** slots[kFloatBuffers] = {&st.qg, &st.qp, &st.kp, &st.vp, &st.kw,     &st.vw,
+                                  &st.s,  &st.o,  &st.m,  &st.l,  &st.tile_m, &st.tile_l};
+  for (int i = 0; i < kFloatBuffers; ++i) {
     *slots[i] = p;
     p += sizes[i];
   }
   // cppcheck-suppress invalidPointerCast
   st.extent = reinterpret_cast<int64_t*>(p);
-  p += sizes[10];
+  p += sizes[kFloatBuffers];
   // cppcheck-suppress invalidPointerCast
   st.window = reinterpret_cast<int64_t*>(p);
-  p += sizes[11];
+  p += sizes[kFloatBuffers + 1];
   st.o_live = reinterpret_cast<uint8_t*>(p);
   for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f;
   // The packed path writes each Q panel's O with its first product (beta = 0, key_loop) and

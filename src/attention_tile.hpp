@@ -56,6 +56,8 @@ struct TileState {
   int64_t ldq;
   float* kp;        // one K tile packed as K^T panels (D x NR each): keys are the SIMD lanes
   float* vp;        // a partial last V panel, zero-padded to NR columns
+  float* kw;        // a f16/bf16 K tile widened to float32 (BK x D), else unused
+  float* vw;        // a f16/bf16 V tile widened to float32 (BK x Dv), else unused
   float* s;         // rows x BK, scores then probabilities
   float* o;         // rows x Dv, the unnormalised output
   float* m;         // rows
@@ -92,8 +94,9 @@ void diagonal_tile_rows(const arch::KernelTable& kt, int64_t rows, const int64_t
 // ---- attention_tile.cpp: one task ----------------------------------------------------------
 
 // The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
+// k and v hold elements of d.k_type and d.v_type.
 void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
-              int64_t bq, int64_t kb, int64_t ke, const float* k, const float* v, TileState& st);
+              int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v, TileState& st);
 
 // The floats of one task's state for `rows` stacked rows, and the state laid out in them
 // (`merged`: the decode merge reads every row's O, so it starts at zero).

@@ -128,8 +128,8 @@ tessera_status tessera_attention_desc_init(tessera_attention_desc* desc, int64_t
   });
 }
 
-tessera_status tessera_attention(const tessera_attention_desc* desc, const float* q, const float* k,
-                                 const float* v, float* o) {
+tessera_status tessera_attention(const tessera_attention_desc* desc, const float* q, const void* k,
+                                 const void* v, float* o) {
   if (!desc) return null_desc();
   return guarded([&] { return tessera::attention(*desc, q, k, v, o); });
 }

@@ -35,6 +35,13 @@ inline Status check_transpose(const char* name, Transpose t) {
                     name, static_cast<int>(t));
 }
 
+inline Status check_dtype(const char* name, DType t) {
+  if (t == DType::f32 || t == DType::f16 || t == DType::bf16) return Status::ok;
+  return fail(Status::invalid_argument, "%s = %d is not TESSERA_F32, TESSERA_F16 or TESSERA_BF16",
+              name, static_cast<int>(t));
+}
+inline size_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
+
 // A row-major matrix of `cols` columns needs ld >= max(1, cols) (the BLAS rule).
 inline Status check_ld(const char* name, int64_t ld, int64_t cols) {
   const int64_t need = cols > 1 ? cols : 1;

@@ -20,13 +20,8 @@ namespace {
 const char* dtype_name(DType t) {
   return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
 }
-size_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
-
-Status check_dtype(const char* name, DType t) {
-  if (t == DType::f32 || t == DType::f16 || t == DType::bf16) return Status::ok;
-  return detail::fail(Status::invalid_argument,
-                      "%s = %d is not TESSERA_F32, TESSERA_F16 or TESSERA_BF16", name, int(t));
-}
+using detail::check_dtype;
+using detail::dtype_bytes;
 
 // Elements [0, n) of one chunk, from -> to, through the table's kernels (16-bit to 16-bit by
 // way of f32, a block at a time on the stack).

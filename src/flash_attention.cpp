@@ -59,7 +59,7 @@ Status no_state() {
 }
 
 Status prefill(const Geometry& g, const AttentionPlan& plan, const arch::KernelTable& kt,
-               const float* q, const float* k, const float* v, float* o) {
+               const float* q, const void* k, const void* v, float* o) {
   const tessera_attention_desc& d = g.d;
   const int64_t bq = plan.bq, q_blocks = plan.q_blocks;
   const int64_t tasks = d.batch * d.kv_heads * q_blocks;
@@ -92,7 +92,7 @@ Status prefill(const Geometry& g, const AttentionPlan& plan, const arch::KernelT
 }
 
 Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTable& kt,
-              const float* q, const float* k, const float* v, float* o) {
+              const float* q, const void* k, const void* v, float* o) {
   const tessera_attention_desc& d = g.d;
   const int64_t rows = g.group * d.q_len, Dv = d.value_dim;
   const int64_t chunks = plan.chunks, chunk = plan.chunk;
@@ -175,8 +175,8 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
 
 }  // namespace
 
-Status flash_attention(const tessera_attention_desc& d, const float* q, const float* k,
-                       const float* v, float* o, const char** rule) {
+Status flash_attention(const tessera_attention_desc& d, const float* q, const void* k,
+                       const void* v, float* o, const char** rule) {
   const arch::KernelTable& kt = active_table();
   Geometry g{
       d, d.q_heads / d.kv_heads, d.scale != 0.0f ? d.scale : 1.0f / std::sqrt(float(d.head_dim)),

@@ -151,6 +151,8 @@ TEST(CApi, AttentionRejectsBadDescriptors) {
       {"window_left", [](tessera_attention_desc& d) { d.window_left = -2; }},
       {"window_right", [](tessera_attention_desc& d) { d.window_right = -3; }},
       {"softcap", [](tessera_attention_desc& d) { d.softcap = -1; }},
+      {"k_type", [](tessera_attention_desc& d) { d.k_type = (tessera_dtype)3; }},
+      {"v_type", [](tessera_attention_desc& d) { d.v_type = (tessera_dtype)-1; }},
       {"bias_stride",
        [](tessera_attention_desc& d) {
          static const float bias[1] = {0};

@@ -30,6 +30,42 @@ TEST_P(Attention, OddShapesAndHeadDims) {
     }
 }
 
+// Descriptor option `option` (0-9) of the lattice the option tests sweep.
+void set_option(AttentionTester& t, int option) {
+  switch (option) {
+    case 0:
+      t.causal(TL);
+      break;
+    case 1:
+      t.causal(BR);
+      break;
+    case 2:
+      t.window(5, 3).align(BR);
+      break;
+    case 3:
+      t.causal(BR).window(7, -1).with_kv_lens();
+      break;
+    case 4:
+      t.with_kv_lens();
+      break;
+    case 5:
+      t.with_bias(false).causal(TL);
+      break;
+    case 6:
+      t.with_bias(true).with_mask();
+      break;
+    case 7:
+      t.with_alibi().causal(BR);
+      break;
+    case 8:
+      t.softcap(5.0f).scale(0.3f);
+      break;
+    case 9:
+      t.with_alibi().softcap(2.0f).with_mask().with_kv_lens().window(3, 3);
+      break;
+  }
+}
+
 TEST_P(Attention, EveryOptionAgainstReference) {
   uint32_t seed = 100;
   for (bool bshd : {false, true})
@@ -38,39 +74,32 @@ TEST_P(Attention, EveryOptionAgainstReference) {
                          std::array<int64_t, 4>{65, 65, 3, 3}}) {
         AttentionTester t(2, shape[2], shape[3], shape[0], shape[1], 40, 24);
         if (bshd) t.bshd();
-        switch (option) {
-          case 0:
-            t.causal(TL);
-            break;
-          case 1:
-            t.causal(BR);
-            break;
-          case 2:
-            t.window(5, 3).align(option % 2 ? TL : BR);
-            break;
-          case 3:
-            t.causal(BR).window(7, -1).with_kv_lens();
-            break;
-          case 4:
-            t.with_kv_lens();
-            break;
-          case 5:
-            t.with_bias(false).causal(TL);
-            break;
-          case 6:
-            t.with_bias(true).with_mask();
-            break;
-          case 7:
-            t.with_alibi().causal(BR);
-            break;
-          case 8:
-            t.softcap(5.0f).scale(0.3f);
-            break;
-          case 9:
-            t.with_alibi().softcap(2.0f).with_mask().with_kv_lens().window(3, 3);
-            break;
-        }
+        set_option(t, option);
         if (seed % 2) t.with_lse();
+        t.test(1e-5, seed++);
+        if (HasFatalFailure()) return;
+      }
+}
+
+// f16 and bf16 K/V: every option, both layouts, the decode (split-KV, few rows) and prefill
+// (packed tiles) paths, against the reference run on the same 16-bit inputs, so the float32
+// tolerance holds.
+TEST_P(Attention, HalfPrecisionKeysAndValues) {
+  uint32_t seed = 700;
+  constexpr tessera_dtype F32 = TESSERA_F32, F16 = TESSERA_F16, BF16 = TESSERA_BF16;
+  for (auto types :
+       {std::array<tessera_dtype, 2>{F16, F16}, std::array<tessera_dtype, 2>{BF16, BF16},
+        std::array<tessera_dtype, 2>{F16, F32}, std::array<tessera_dtype, 2>{F32, BF16}})
+    for (int option = 0; option < 10; ++option)
+      // q_len, kv_len, q_heads, kv_heads, head_dim, value_dim
+      for (auto shape : {std::array<int64_t, 6>{1, 700, 8, 2, 64, 64},
+                         std::array<int64_t, 6>{3, 300, 4, 1, 17, 33},
+                         std::array<int64_t, 6>{65, 301, 2, 2, 40, 24}}) {
+        AttentionTester t(2, shape[2], shape[3], shape[0], shape[1], shape[4], shape[5]);
+        t.kv_types(types[0], types[1]);
+        if (seed % 2) t.bshd();
+        set_option(t, option);
+        if (seed % 3 == 0) t.with_lse();
         t.test(1e-5, seed++);
         if (HasFatalFailure()) return;
       }

@@ -11,6 +11,13 @@
 struct AttentionProblem {
   tessera::AttentionDesc d{};
   std::vector<float> q, k, v, o, lse;
+  std::vector<uint16_t> k16, v16;  // k and v rounded to desc.k_type / v_type when those are 16-bit
+  const void* k_data() const {
+    return d.k_type == TESSERA_F32 ? (const void*)k.data() : k16.data();
+  }
+  const void* v_data() const {
+    return d.v_type == TESSERA_F32 ? (const void*)v.data() : v16.data();
+  }
   std::vector<float> bias;
   std::vector<uint8_t> mask;
   std::vector<int32_t> kv_lens;
@@ -46,6 +53,12 @@ class AttentionTester {
   }
   AttentionTester& softcap(float s) {
     p_.d.softcap = s;
+    return *this;
+  }
+  // K and V stored as these types (f32, f16 or bf16).
+  AttentionTester& kv_types(tessera_dtype k, tessera_dtype v) {
+    p_.d.k_type = k;
+    p_.d.v_type = v;
     return *this;
   }
   AttentionTester& bshd() {
@@ -88,6 +101,15 @@ class AttentionTester {
     p_.q = tt::random_vec(size_t(d.batch * d.q_heads * d.q_len * d.head_dim), seed, -2, 2);
     p_.k = tt::random_vec(size_t(d.batch * d.kv_heads * d.kv_len * d.head_dim), seed + 1, -2, 2);
     p_.v = tt::random_vec(size_t(d.batch * d.kv_heads * d.kv_len * d.value_dim), seed + 2);
+    auto narrow = [](tessera_dtype t, const std::vector<float>& x, std::vector<uint16_t>& h) {
+      h.clear();
+      for (float f : x)
+        if (t != TESSERA_F32)
+          h.push_back(t == TESSERA_F16 ? tessera::reference::f32_to_f16(f)
+                                       : tessera::reference::f32_to_bf16(f));
+    };
+    narrow(d.k_type, p_.k, p_.k16);
+    narrow(d.v_type, p_.v, p_.v16);
     p_.o.assign(size_t(d.batch * d.q_heads * d.q_len * d.value_dim), tt::kNaN);
     if (lse_) {
       p_.lse.assign(size_t(d.batch * d.q_heads * d.q_len), tt::kNaN);
@@ -123,13 +145,13 @@ class AttentionTester {
   // Runs the API and the reference; EXPECTs agreement within `tol` (DESIGN.md norm) on O and lse.
   void test(double tol = 1e-5, uint32_t seed = 1) {
     AttentionProblem& p = build(seed);
-    ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()),
+    ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k_data(), p.v_data(), p.o.data()),
               tessera::Status::ok)
         << tessera::last_error();
     std::vector<float> ref_o(p.o.size(), tt::kNaN), ref_lse(p.lse.size(), tt::kNaN);
     tessera::AttentionDesc rd = p.d;
     rd.lse = lse_ ? ref_lse.data() : nullptr;
-    tessera::reference::attention(rd, p.q.data(), p.k.data(), p.v.data(), ref_o.data());
+    tessera::reference::attention(rd, p.q.data(), p.k_data(), p.v_data(), ref_o.data());
     EXPECT_LE(tt::rel_err(p.o, ref_o), tol);
     if (lse_) {
       EXPECT_LE(tt::rel_err(p.lse, ref_lse), tol);

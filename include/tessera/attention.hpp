@@ -10,7 +10,8 @@ using AttentionDesc = tessera_attention_desc;
 TESSERA_API Status attention_desc_init(AttentionDesc& desc, int64_t batch, int64_t q_heads,
                                        int64_t kv_heads, int64_t q_len, int64_t kv_len,
                                        int64_t head_dim, int64_t value_dim);
-TESSERA_API Status attention(const AttentionDesc& desc, const float* q, const float* k,
-                             const float* v, float* o);
+// k and v hold elements of desc.k_type and desc.v_type (float32 unless set).
+TESSERA_API Status attention(const AttentionDesc& desc, const float* q, const void* k,
+                             const void* v, float* o);
 
 }  // namespace tessera

@@ -29,9 +29,10 @@ TESSERA_API void log_softmax(int64_t rows, int64_t cols, const float* x, int64_t
 TESSERA_API void logsumexp(int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale,
                            float* out);
 
-// Writes O and, when desc.lse is set, the log-sum-exp of each query row.
-TESSERA_API void attention(const tessera_attention_desc& desc, const float* q, const float* k,
-                           const float* v, float* o);
+// Writes O and, when desc.lse is set, the log-sum-exp of each query row (k and v of
+// desc.k_type and desc.v_type).
+TESSERA_API void attention(const tessera_attention_desc& desc, const float* q, const void* k,
+                           const void* v, float* o);
 
 TESSERA_API void additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim, const float* enc,
                                const float* w_enc, float* keys);

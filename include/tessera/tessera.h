@@ -197,6 +197,10 @@ typedef struct tessera_attention_desc {
   const float* alibi_slopes; /* [q_heads], or NULL */
   float softcap;             /* > 0: softcap * tanh(s / softcap) on scaled scores; 0 off */
   float* lse;                /* optional output [batch][q_heads][q_len], natural log */
+  /* Element types of k and v (TESSERA_F32, the zero value, or TESSERA_F16 / TESSERA_BF16); their
+   * strides count elements of that type. Half-precision keys and values are widened exactly as
+   * they are read; scores, the softmax statistics and the O accumulator stay float32. */
+  tessera_dtype k_type, v_type;
 } tessera_attention_desc;
 
 /* Fills packed BHSD strides ([batch][head][seq][dim]), scale 0, window -1/-1, options off. */
@@ -204,8 +208,9 @@ TESSERA_API tessera_status tessera_attention_desc_init(tessera_attention_desc* d
                                                        int64_t q_heads, int64_t kv_heads,
                                                        int64_t q_len, int64_t kv_len,
                                                        int64_t head_dim, int64_t value_dim);
+/* k and v hold elements of desc->k_type and desc->v_type. */
 TESSERA_API tessera_status tessera_attention(const tessera_attention_desc* desc, const float* q,
-                                             const float* k, const float* v, float* o);
+                                             const void* k, const void* v, float* o);
 
 /* ---- additive (Bahdanau) attention ---------------------------------------------------------- */
 

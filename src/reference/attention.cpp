@@ -7,8 +7,18 @@
 #include "tessera/reference.hpp"
 
 namespace tessera::reference {
+namespace {
 
-void attention(const tessera_attention_desc& d, const float* q, const float* k, const float* v,
+// Element i of an array of type t, widened (exactly) to float.
+float element(tessera_dtype t, const void* p, int64_t i) {
+  if (t == TESSERA_F32) return static_cast<const float*>(p)[i];
+  const uint16_t h = static_cast<const uint16_t*>(p)[i];
+  return t == TESSERA_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+}  // namespace
+
+void attention(const tessera_attention_desc& d, const float* q, const void* k, const void* v,
                float* o) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const double scale = d.scale != 0.0f ? d.scale : 1.0 / std::sqrt(double(d.head_dim));
@@ -36,9 +46,10 @@ void attention(const tessera_attention_desc& d, const float* q, const float* k, 
             vis = false;
           visible[j] = 0;
           if (!vis) continue;
-          const float* kj = k + b * d.k_stride[0] + hk * d.k_stride[1] + j * d.k_stride[2];
+          const int64_t kj = b * d.k_stride[0] + hk * d.k_stride[1] + j * d.k_stride[2];
           double dot = 0.0;
-          for (int64_t c = 0; c < d.head_dim; ++c) dot += double(qi[c]) * double(kj[c]);
+          for (int64_t c = 0; c < d.head_dim; ++c)
+            dot += double(qi[c]) * double(element(d.k_type, k, kj + c));
           double score = scale * dot;
           if (d.softcap > 0.0f) score = d.softcap * std::tanh(score / d.softcap);
           if (d.alibi_slopes) score += double(d.alibi_slopes[h]) * double(j - p);
@@ -60,8 +71,9 @@ void attention(const tessera_attention_desc& d, const float* q, const float* k, 
           if (!visible[j]) continue;
           const double w = m == kInf ? (s[j] == kInf ? 1.0 : 0.0) : std::exp(s[j] - m);
           sum += w;
-          const float* vj = v + b * d.v_stride[0] + hk * d.v_stride[1] + j * d.v_stride[2];
-          for (int64_t c = 0; c < d.value_dim; ++c) acc[c] += w * double(vj[c]);
+          const int64_t vj = b * d.v_stride[0] + hk * d.v_stride[1] + j * d.v_stride[2];
+          for (int64_t c = 0; c < d.value_dim; ++c)
+            acc[c] += w * double(element(d.v_type, v, vj + c));
         }
         float* oi = o + b * d.o_stride[0] + h * d.o_stride[1] + i * d.o_stride[2];
         double lse;
