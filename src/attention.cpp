@@ -57,7 +57,15 @@ Status attention(const AttentionDesc& d, const float* q, const void* k, const vo
     const Status st = detail::flash_attention(d, q, k, v, o, &rule);
     if (vb.on()) {
       char kernels[64];
-      std::snprintf(kernels, sizeof kernels, "f32_flash_attention_%s", detail::active_table().name);
+      // The K and V storage types after the query type, when they are not f32.
+      auto ty = [](tessera_dtype t) { return t == TESSERA_F16 ? "f16" : "bf16"; };
+      if (d.k_type == TESSERA_F32 && d.v_type == TESSERA_F32)
+        std::snprintf(kernels, sizeof kernels, "f32_flash_attention_%s",
+                      detail::active_table().name);
+      else
+        std::snprintf(kernels, sizeof kernels, "f32_%s_%s_flash_attention_%s",
+                      d.k_type == TESSERA_F32 ? "f32" : ty(d.k_type),
+                      d.v_type == TESSERA_F32 ? "f32" : ty(d.v_type), detail::active_table().name);
       vb.print("attention", st, rule, kernels, tbb::this_task_arena::max_concurrency(),
                "batch:%lld heads:%lld/%lld q:%lld kv:%lld d:%lld dv:%lld causal:%d mask:%s",
                (long long)d.batch, (long long)d.q_heads, (long long)d.kv_heads, (long long)d.q_len,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "../arch/common/prefetch.hpp"
 #include "attention_tile.hpp"
@@ -14,39 +15,6 @@
 
 namespace tessera::detail::fa {
 namespace {
-
-// O += P V for few rows (decode): V is read in place, once, row after row, by the wide
-// kernels (GemmKernels::wide; panels of more rows by the NR-column kernel, which has chains
-// enough): with NR columns a single query row had NV FMA chains, each as
-// long as the tile, and the four NR panels of d = 128 read V as four strided streams that
-// needed software prefetching; a whole row of V (up to 8 vectors) per call gives 8 chains and
-// one sequential stream the hardware prefetcher follows. Measured (AVX-512, 1 thread,
-// interleaved, medians): decode 32 heads x d = 128, kv 512 (in L3) 28.0 -> 36.7 GFLOP/s, kv
-// 4096 11.9 -> 15.1, kv 32768 11.9 -> 14.2. Columns past the last whole vector (head dims that
-// are not a multiple of W) go through a zero-padded packed panel.
-void pv_few_rows(const arch::GemmKernels& gk, const tessera_attention_desc& d, int64_t rows,
-                 const float* vtile, int64_t ldv, const int64_t* extent, TileState& st) {
-  const int64_t MR = gk.mr, NR = gk.nr, Dv = d.value_dim;
-  for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
-    const int64_t k0 = extent[2 * t], k1 = extent[2 * t + 1];
-    const int64_t r = std::min(MR, rows - ir);
-    if (k1 <= k0) continue;
-    const float* p = st.s + ir * kBK + k0;
-    const float* vsrc = vtile + k0 * ldv;
-    float* o_rows = st.o + ir * Dv;
-    if (r <= arch::kMaxWideRows) {
-      arch::wide_rows(gk, r, k1 - k0, p, kBK, 1, vsrc, ldv, o_rows, Dv, Dv, 1.0f, 1.0f, st.vp);
-      continue;
-    }
-    int64_t c0 = 0;
-    for (; c0 + NR <= Dv; c0 += NR)
-      gk.strided[r](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, NR, 1.0f, 1.0f);
-    if (c0 < Dv) {
-      gk.pack_b(false, k1 - k0, Dv - c0, vsrc + c0, ldv, st.vp);
-      gk.rows_bk[r](k1 - k0, p, st.vp, o_rows + c0, Dv, Dv - c0, 1.0f, 1.0f);
-    }
-  }
-}
 
 // The rows [0, count) of a K or V tile (len floats, ld apart), prefetched in even shares over
 // `steps` calls of step(): one share after each micro-kernel call of a product, so the requests
@@ -110,6 +78,52 @@ struct KvRows {
     return widened;
   }
 };
+
+// O += P V for few rows (decode): V is read in place, once, row after row, by the wide
+// kernels (GemmKernels::wide; panels of more rows by the NR-column kernel, which has chains
+// enough): with NR columns a single query row had NV FMA chains, each as
+// long as the tile, and the four NR panels of d = 128 read V as four strided streams that
+// needed software prefetching; a whole row of V (up to 8 vectors) per call gives 8 chains and
+// one sequential stream the hardware prefetcher follows. Measured (AVX-512, 1 thread,
+// interleaved, medians): decode 32 heads x d = 128, kv 512 (in L3) 28.0 -> 36.7 GFLOP/s, kv
+// 4096 11.9 -> 15.1, kv 32768 11.9 -> 14.2. Columns past the last whole vector (head dims that
+// are not a multiple of W) go through a zero-padded packed panel.
+// A 16-bit V goes in blocks of kDecodeKeys keys, each widened into L1 just before its products
+// (see key_loop); a float32 V in one block, the keys any panel sees.
+void pv_few_rows(const arch::KernelTable& kt, const tessera_attention_desc& d, int64_t rows,
+                 const KvRows& vrows, int64_t j0, const int64_t* extent, TileState& st) {
+  const arch::GemmKernels& gk = kt.gemm;
+  const int64_t MR = gk.mr, NR = gk.nr, Dv = d.value_dim;
+  int64_t lo = kBK, hi = 0;
+  for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t)
+    if (extent[2 * t + 1] > extent[2 * t])
+      lo = std::min(lo, extent[2 * t]), hi = std::max(hi, extent[2 * t + 1]);
+  const int64_t block = d.v_type == TESSERA_F32 ? kBK : kDecodeKeys;
+  for (int64_t kb = lo; kb < hi; kb += block) {
+    const int64_t ke = std::min(hi, kb + block);
+    int64_t ldv;
+    const float* vblock = vrows.tile(kt.convert, j0 + kb, ke - kb, ldv);
+    for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t) {
+      const int64_t k0 = std::max(kb, extent[2 * t]), k1 = std::min(ke, extent[2 * t + 1]);
+      const int64_t r = std::min(MR, rows - ir);
+      if (k1 <= k0) continue;
+      const float* p = st.s + ir * kBK + k0;
+      const float* vsrc = vblock + (k0 - kb) * ldv;
+      float* o_rows = st.o + ir * Dv;
+      if (r <= arch::kMaxWideRows) {
+        arch::wide_rows(gk, r, k1 - k0, p, kBK, 1, vsrc, ldv, o_rows, Dv, Dv, 1.0f, 1.0f, st.vp);
+        continue;
+      }
+      int64_t c0 = 0;
+      for (; c0 + NR <= Dv; c0 += NR)
+        gk.strided[r](k1 - k0, p, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, NR, 1.0f, 1.0f);
+      if (c0 < Dv) {
+        gk.pack_b(false, k1 - k0, Dv - c0, vsrc + c0, ldv, st.vp);
+        gk.rows_bk[r](k1 - k0, p, st.vp, o_rows + c0, Dv, Dv - c0, 1.0f, 1.0f);
+      }
+    }
+  }
+}
 
 // A row whose running max is +inf: the +inf scores take all the mass, shared equally (the limit
 // the reference defines), so P is 1 on them and 0 elsewhere (NaN stays NaN: the row ends NaN), l
@@ -193,23 +207,38 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     }
     // S = scale Q K^T: K^T packed per tile, Q packed once per task; a K panel stays in L1
     // while every Q panel passes it.
-    int64_t ldk;
-    const float* ktile = krows.tile(kt.convert, j0, n, ldk);
     if (few_rows(gk, rows)) {
-      // Few rows (decode): dot products along d, K read in place, once.
+      // Few rows (decode): dot products along d, K read once, in blocks of kDecodeKeys keys
+      // (whole column groups of every dot kernel: the same calls as one pass over the tile).
+      // A 16-bit block is widened into L1 just before its products: reading K (the widening's
+      // loads, which the hardware prefetcher streams ahead) and the FMAs then alternate in
+      // stretches short enough for the core to overlap. (Widening the whole tile first left the
+      // FMAs and the memory reads in turn idle.) A float32 block is read in place, the row
+      // groups after the first finding it in L1.
       const int64_t R = gk.dot_rows;
-      for (int64_t i = 0; i < rows; i += R) {
-        const int64_t r = std::min(R, rows - i), J = gk.dot_cols[r];
-        // One row reads each K row once, from memory in decode: the in-order kernel.
-        const arch::GemmDotFn dot = r == 1 ? gk.dot_stream : gk.dot[r];
-        int64_t j = 0;
-        for (; j + J <= n; j += J)
-          dot(D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale, 0.0f);
-        for (; j < n; ++j)
-          gk.dot1[r](D, st.qg + i * D, D, ktile + j * ldk, ldk, st.s + i * kBK + j, kBK, g.scale,
-                     0.0f);
+      int64_t unit = 1;
+      for (int64_t r = 1; r <= std::min(R, rows); ++r)
+        unit = std::lcm(unit, int64_t(gk.dot_cols[r]));
+      const int64_t block = std::max<int64_t>(1, kDecodeKeys / unit) * unit;
+      for (int64_t jb = 0; jb < n; jb += block) {
+        const int64_t nb = std::min(block, n - jb);
+        int64_t ldk;
+        const float* kblock = krows.tile(kt.convert, j0 + jb, nb, ldk);
+        for (int64_t i = 0; i < rows; i += R) {
+          const int64_t r = std::min(R, rows - i), J = gk.dot_cols[r];
+          // One row reads each K row once, from memory in decode: the in-order kernel.
+          const arch::GemmDotFn dot = r == 1 ? gk.dot_stream : gk.dot[r];
+          float* srow = st.s + i * kBK + jb;
+          int64_t j = 0;
+          for (; j + J <= nb; j += J)
+            dot(D, st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, g.scale, 0.0f);
+          for (; j < nb; ++j)
+            gk.dot1[r](D, st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, g.scale, 0.0f);
+        }
       }
     } else {
+      int64_t ldk;
+      const float* ktile = krows.tile(kt.convert, j0, n, ldk);
       gk.pack_b(true, D, n, ktile, ldk, st.kp);
       // This tile's V rows, fetched into L2 while S is computed (P V reads them next).
       SpreadPrefetch v_ahead(vrows.row(j0), vrows.ld_bytes(), Dv * KvRows::bytes(d.v_type), n,
@@ -288,12 +317,12 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       st.l[r] += sum;
       st.m[r] = m_new;
     }
-    int64_t ldv;
-    const float* vtile = vrows.tile(kt.convert, j0, n, ldv);
     if (few_rows(gk, rows)) {
-      pv_few_rows(gk, d, rows, vtile, ldv, extent, st);
+      pv_few_rows(kt, d, rows, vrows, j0, extent, st);
       continue;
     }
+    int64_t ldv;
+    const float* vtile = vrows.tile(kt.convert, j0, n, ldv);
     // O += P V: P read in place (rows kBK apart, a constant of the kernel), V packed per tile
     // into NR-column panels (a copy of rows; contiguous loads that stay in L1 while every P
     // panel passes). Meanwhile the next tile's K rows are fetched into L2 (its K^T packing

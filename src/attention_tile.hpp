@@ -14,6 +14,9 @@ namespace tessera::detail::fa {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kBK = arch::kAttentionBK;  // keys per tile
+// Keys per block of a decode tile's 16-bit K and V, widened into L1 one block at a time:
+// 32 keys of d = 128 are 16 KB of float32.
+constexpr int64_t kDecodeKeys = 32;
 
 struct Geometry {
   const tessera_attention_desc& d;
