@@ -92,6 +92,7 @@ void register_softmax();
 void register_exp();
 void register_convert();
 void register_attention();
+void register_decode_types();
 
 }  // namespace bench
 
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
   bench::register_convert();
   bench::register_softmax();
   bench::register_attention();
+  bench::register_decode_types();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   // Two instances of OpenBLAS / BLIS (peers.cpp) each register exit-time teardown of their

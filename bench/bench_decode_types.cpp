@@ -1,0 +1,130 @@
+// Decode with K/V stored as f32, f16 or bf16: one query token against a cache (32 query heads,
+// 8 KV heads, d = 128), on 1 and all threads. Decode reads every K/V byte once, so it is bound
+// by bytes: bytes_per_second counts the K/V bytes actually read (2 bytes an element for the
+// 16-bit types), to be set beside the attention/memory-read rows. The `pair` rows alternate the
+// f32 and the 16-bit call in one process (~15 ms slices) and report the median of the per-pair
+// speedups (f32 time / 16-bit time): tokens/s of the 16-bit cache over the f32 cache.
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "harness.hpp"
+#include "tessera/attention.hpp"
+#include "tessera/convert.hpp"
+
+namespace bench {
+namespace {
+
+constexpr int64_t kHeads = 32, kKvHeads = 8, kDim = 128;
+
+const char* type_name(tessera_dtype t) {
+  return t == TESSERA_F32 ? "f32" : t == TESSERA_F16 ? "f16" : "bf16";
+}
+double type_bytes(tessera_dtype t) { return t == TESSERA_F32 ? 4.0 : 2.0; }
+
+// One decode problem with its K/V stored as `type` (the same values, rounded, for every type).
+struct Decode {
+  tessera::AttentionDesc desc{};
+  std::vector<float> q, o;
+  std::vector<float> k32, v32;
+  std::vector<uint16_t> k16, v16;
+
+  Decode(int64_t kv, tessera_dtype type) {
+    tessera::attention_desc_init(desc, 1, kHeads, kKvHeads, 1, kv, kDim, kDim);
+    desc.k_type = desc.v_type = type;
+    q = random_floats(size_t(kHeads * kDim), 1);
+    o.resize(q.size());
+    k32 = random_floats(size_t(kKvHeads * kv * kDim), 2);
+    v32 = random_floats(k32.size(), 3);
+    if (type != TESSERA_F32) {
+      k16.resize(k32.size());
+      v16.resize(v32.size());
+      const auto t = tessera::DType(type);
+      tessera::convert(tessera::DType::f32, t, int64_t(k32.size()), k32.data(), k16.data());
+      tessera::convert(tessera::DType::f32, t, int64_t(v32.size()), v32.data(), v16.data());
+      k32 = {};
+      v32 = {};
+    }
+  }
+  void run() {
+    const void* k = k16.empty() ? static_cast<const void*>(k32.data()) : k16.data();
+    const void* v = v16.empty() ? static_cast<const void*>(v32.data()) : v16.data();
+    tessera::attention(desc, q.data(), k, v, o.data());
+    benchmark::DoNotOptimize(o.data());
+  }
+  double bytes() const {
+    return type_bytes(desc.k_type) * double(kKvHeads * desc.kv_len * kDim) * 2.0;
+  }
+};
+
+std::string name_of(const char* what, int64_t kv, const std::string& types, int threads) {
+  return std::string("attention/") + what + "/heads:32/kv_heads:8/q:1/kv:" + std::to_string(kv) +
+         "/d:128/" + types + "/threads:" + std::to_string(threads);
+}
+
+void register_decode(int64_t kv, tessera_dtype type, int threads) {
+  benchmark::RegisterBenchmark(
+      name_of("decode-kv-type", kv, std::string("kv:") + type_name(type), threads).c_str(),
+      [kv, type, threads](benchmark::State& state) {
+        Decode p(kv, type);
+        run_in_arena(state, threads, [&] { p.run(); });
+        set_rates(state, 4.0 * kHeads * kv * kDim, p.bytes());
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+// Median over 15 alternated pairs of (f32 call time) / (16-bit call time).
+void register_pair(int64_t kv, tessera_dtype type, int threads) {
+  benchmark::RegisterBenchmark(
+      name_of("decode-kv-type-pair", kv, std::string(type_name(type)) + "-vs-f32", threads).c_str(),
+      [kv, type, threads](benchmark::State& state) {
+        Decode f32(kv, TESSERA_F32), half(kv, type);
+        auto slice = [](Decode& p) {
+          const auto start = std::chrono::steady_clock::now();
+          int calls = 0;
+          do {
+            p.run();
+            ++calls;
+          } while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(15));
+          return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                 calls;
+        };
+        std::vector<double> speedups, t32, t16;
+        run_in_arena(state, threads, [&] {
+          for (int pair = 0; pair < 15; ++pair) {
+            // Alternate which goes first, so neither always follows the other's cache state.
+            const bool first32 = pair % 2 == 0;
+            const double a = slice(first32 ? f32 : half), b = slice(first32 ? half : f32);
+            t32.push_back(first32 ? a : b);
+            t16.push_back(first32 ? b : a);
+            speedups.push_back(t32.back() / t16.back());
+          }
+        });
+        auto median = [](std::vector<double> v) {
+          std::sort(v.begin(), v.end());
+          return v[v.size() / 2];
+        };
+        state.counters["speedup"] = median(speedups);
+        state.counters["f32_us"] = median(t32) * 1e6;
+        state.counters["half_us"] = median(t16) * 1e6;
+        state.counters["half_GBps"] = half.bytes() / median(t16) * 1e-9;
+        state.counters["f32_GBps"] = f32.bytes() / median(t32) * 1e-9;
+      })
+      ->Iterations(1)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+void register_decode_types() {
+  for (int threads : thread_counts())
+    for (int64_t kv : {4096, 32768}) {
+      for (tessera_dtype t : {TESSERA_F32, TESSERA_F16, TESSERA_BF16})
+        register_decode(kv, t, threads);
+      for (tessera_dtype t : {TESSERA_F16, TESSERA_BF16}) register_pair(kv, t, threads);
+    }
+}
+
+}  // namespace bench
