@@ -180,7 +180,9 @@ TESSERA_API tessera_status tessera_logsumexp(int64_t rows, int64_t cols, const f
  * Score of query i (at position p) against key j:
  *   s = softcap(scale * q_i.k_j) + alibi_slope_h * (j - p) + bias[b,h,i,j]
  * Key j is visible when j < valid_kv_len, the causal and window rules allow it, the mask keeps it
- * and s is not -inf. A query with no visible key gets zeros in O and -inf in lse. */
+ * and s is not -inf. A query with no visible key gets zeros in O and -inf in lse.
+ * V rows of keys past valid_kv_len are never read. Other V rows may be multiplied by a zero
+ * weight (an invisible key inside a tile some query sees): an inf or NaN in them may make O NaN. */
 typedef struct tessera_attention_desc {
   int64_t batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim;
   float scale; /* 0 means 1/sqrt(head_dim) */
