@@ -210,11 +210,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     if (few_rows(gk, rows)) {
       // Few rows (decode): dot products along d, K read once, in blocks of kDecodeKeys keys
       // (whole column groups of every dot kernel: the same calls as one pass over the tile).
-      // A 16-bit block is widened into L1 just before its products: reading K (the widening's
-      // loads, which the hardware prefetcher streams ahead) and the FMAs then alternate in
-      // stretches short enough for the core to overlap. (Widening the whole tile first left the
-      // FMAs and the memory reads in turn idle.) A float32 block is read in place, the row
-      // groups after the first finding it in L1.
+      // A 16-bit block is widened into L1 just before its products, which then read it there
+      // rather than from L2 (a widened tile is 128 KB at d = 128). A float32 block is read in
+      // place, the row groups after the first finding it in L1.
       const int64_t R = gk.dot_rows;
       int64_t unit = 1;
       for (int64_t r = 1; r <= std::min(R, rows); ++r)
