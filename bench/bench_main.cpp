@@ -93,6 +93,7 @@ void register_exp();
 void register_convert();
 void register_attention();
 void register_decode_types();
+void register_gemm_ex();
 
 }  // namespace bench
 
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   bench::register_peak();
   bench::register_gemm();
+  bench::register_gemm_ex();
   bench::register_exp();
   bench::register_convert();
   bench::register_softmax();

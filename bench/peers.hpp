@@ -19,7 +19,9 @@ struct GemmPeer {
                 int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
                 int64_t ldb, float beta, float* c, int64_t ldc) = nullptr;
   void (*set_threads)(const GemmPeer& self, int threads) = nullptr;
-  void* fn = nullptr;          // the library's gemm entry point
+  void* fn = nullptr;  // the library's gemm entry point
+  // oneDNN's dnnl_gemm_bf16bf16f32 (row-major, bf16 A and B, f32 C), or null.
+  void* bf16_fn = nullptr;
   void* threads_fn = nullptr;  // the library's thread-count setter
 };
 

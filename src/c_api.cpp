@@ -74,6 +74,17 @@ tessera_status tessera_sgemm(tessera_transpose ta, tessera_transpose tb, int64_t
   });
 }
 
+tessera_status tessera_gemm_ex(tessera_transpose ta, tessera_transpose tb, int64_t m, int64_t n,
+                               int64_t k, float alpha, tessera_dtype a_type, const void* a,
+                               int64_t lda, tessera_dtype b_type, const void* b, int64_t ldb,
+                               float beta, float* c, int64_t ldc) {
+  return guarded([&] {
+    return tessera::gemm_ex(to_cpp(ta), to_cpp(tb), m, n, k, alpha,
+                            static_cast<tessera::DType>(a_type), a, lda,
+                            static_cast<tessera::DType>(b_type), b, ldb, beta, c, ldc);
+  });
+}
+
 tessera_status tessera_sgemm_strided_batched(tessera_transpose ta, tessera_transpose tb, int64_t m,
                                              int64_t n, int64_t k, float alpha, const float* a,
                                              int64_t lda, int64_t stride_a, const float* b,

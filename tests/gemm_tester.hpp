@@ -64,6 +64,13 @@ class GemmTester {
     packed_ = v;
     return *this;
   }
+  // A and B stored as these types (tessera::gemm_ex); the reference multiplies the same
+  // rounded values in float32.
+  GemmTester& types(tessera::DType a, tessera::DType b) {
+    a_type_ = a;
+    b_type_ = b;
+    return *this;
+  }
   // B starts on a 64-byte line (whole rows of B are then read in place where the driver can).
   GemmTester& aligned_b(bool v) {
     aligned_b_ = v;
@@ -102,10 +109,13 @@ class GemmTester {
     const int64_t lda = std::max<int64_t>(a_cols, 1) + pad_;
     const int64_t ldb = std::max<int64_t>(b_cols, 1) + pad_, ldc = std::max<int64_t>(n_, 1) + pad_;
     const int64_t sa = a_rows * lda + 3, sb = b_rows * ldb + 5, sc = m_ * ldc + 7;
-    const auto a = tt::random_vec(size_t(sa * batch_), seed);
-    const auto b_store = tt::random_vec(size_t(sb * batch_ + 16), seed + 1);
+    auto a = tt::random_vec(size_t(sa * batch_), seed);
+    auto b_store = tt::random_vec(size_t(sb * batch_ + 16), seed + 1);
     const uintptr_t misalign = reinterpret_cast<uintptr_t>(b_store.data()) % 64;
-    const float* b = b_store.data() + (aligned_b_ && misalign ? (64 - misalign) / 4 : 0);
+    const int64_t b_offset = aligned_b_ && misalign ? int64_t(64 - misalign) / 4 : 0;
+    const float* b = b_store.data() + b_offset;
+    a16_ = round_to(a_type_, a);
+    b16_ = round_to(b_type_, b_store);
     // C starts random where beta reads it and NaN where it must not (beta = 0), and every
     // element outside the m x n blocks holds a sentinel that must survive.
     auto c = tt::random_vec(size_t(sc * batch_), seed + 2);
@@ -123,7 +133,19 @@ class GemmTester {
     tessera::reference::sgemm_strided_batched(ta_, tb_, m_, n_, k_, alpha_, a.data(), lda, sa, b,
                                               ldb, sb, beta_, ref.data(), ldc, sc, batch_);
     auto out = c;
-    run(a.data(), lda, sa, b, ldb, sb, out.data(), ldc, sc);
+    if (a_type_ != tessera::DType::f32 || b_type_ != tessera::DType::f32) {
+      const void* a_in =
+          a_type_ == tessera::DType::f32 ? static_cast<const void*>(a.data()) : a16_.data();
+      const void* b_in =
+          b_type_ == tessera::DType::f32 ? static_cast<const void*>(b) : b16_.data() + b_offset;
+      ASSERT_EQ(batch_, 1);
+      ASSERT_EQ(tessera::gemm_ex(ta_, tb_, m_, n_, k_, alpha_, a_type_, a_in, lda, b_type_, b_in,
+                                 ldb, beta_, out.data(), ldc),
+                tessera::Status::ok)
+          << tessera::last_error();
+    } else {
+      run(a.data(), lda, sa, b, ldb, sb, out.data(), ldc, sc);
+    }
 
     const float eps = std::numeric_limits<float>::epsilon();
     for (int64_t t = 0; t < batch_; ++t)
@@ -186,6 +208,22 @@ class GemmTester {
     }
   }
 
+  // x rounded to type t in place; returns the 16-bit elements (empty for f32).
+  static std::vector<uint16_t> round_to(tessera::DType t, std::vector<float>& x) {
+    std::vector<uint16_t> h;
+    if (t == tessera::DType::f32) return h;
+    for (float& f : x) {
+      if (t == tessera::DType::f16) {
+        h.push_back(tessera::reference::f32_to_f16(f));
+        f = tessera::reference::f16_to_f32(h.back());
+      } else {
+        h.push_back(tessera::reference::f32_to_bf16(f));
+        f = tessera::reference::bf16_to_f32(h.back());
+      }
+    }
+    return h;
+  }
+
   std::string where(int64_t t, int64_t i, int64_t j) const {
     return "batch " + std::to_string(t) + " C(" + std::to_string(i) + "," + std::to_string(j) +
            ") of m=" + std::to_string(m_) + " n=" + std::to_string(n_) +
@@ -198,6 +236,8 @@ class GemmTester {
   tessera::Transpose ta_ = tessera::Transpose::no_trans, tb_ = tessera::Transpose::no_trans;
   float alpha_ = 1.0f, beta_ = 0.0f;
   bool packed_ = false, aligned_b_ = false;
+  tessera::DType a_type_ = tessera::DType::f32, b_type_ = tessera::DType::f32;
+  mutable std::vector<uint16_t> a16_, b16_;
   const tessera::arch::GemmKernels* kernels_ = nullptr;
   const tessera::detail::Tuning* tuning_ = nullptr;
 };

@@ -23,4 +23,10 @@ TESSERA_API Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, f
                                 const float* a, int64_t lda, const void* packed, float beta,
                                 float* c, int64_t ldc);
 
+// C = alpha op(A) op(B) + beta C with A and B stored as float32, f16 or bf16 (lda and ldb count
+// elements of their type) and C float32; see tessera_gemm_ex.
+TESSERA_API Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+                           DType a_type, const void* a, int64_t lda, DType b_type, const void* b,
+                           int64_t ldb, float beta, float* c, int64_t ldc);
+
 }  // namespace tessera

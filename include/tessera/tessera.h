@@ -137,6 +137,16 @@ TESSERA_API tessera_status tessera_sgemm(tessera_transpose ta, tessera_transpose
                                          int64_t lda, const float* b, int64_t ldb, float beta,
                                          float* c, int64_t ldc);
 
+/* The same with A and B each stored as TESSERA_F32, TESSERA_F16 or TESSERA_BF16 (lda and ldb
+ * count elements of their type) and C float32: weights kept in 16 bits, read at half the bytes.
+ * 16-bit elements are widened exactly as they are read and the products are float32, so the
+ * result is sgemm's on the widened operands, within sgemm's error bound. Both float32: sgemm. */
+TESSERA_API tessera_status tessera_gemm_ex(tessera_transpose ta, tessera_transpose tb, int64_t m,
+                                           int64_t n, int64_t k, float alpha, tessera_dtype a_type,
+                                           const void* a, int64_t lda, tessera_dtype b_type,
+                                           const void* b, int64_t ldb, float beta, float* c,
+                                           int64_t ldc);
+
 /* The same over batch problems; problem i uses a + i*stride_a, b + i*stride_b, c + i*stride_c.
  * stride_a or stride_b may be 0 (a shared operand); C blocks must not overlap. */
 TESSERA_API tessera_status tessera_sgemm_strided_batched(

@@ -1,0 +1,215 @@
+// GEMM with 16-bit operands: C = alpha op(A) op(B) + beta C with A and B each float32, f16 or
+// bf16, C float32. A 16-bit operand is widened as it is packed (BLIS packm): the product goes
+// in tasks over a grid of C blocks (kRows x kCols), and each task walks k in blocks of kDepth,
+// in order, widening its block of op(B) (and of op(A)) into its scratch with the table's
+// conversion kernels and multiplying the blocks by a serial float32 plan (beta on the first k
+// block, 1 after). Widening costs O(k n) per row block against O(m k n) products. The grid and
+// the k blocks follow from the shape alone, so every C element is summed in the same order for
+// any thread count. Weights kept in 16 bits are read at half the bytes; the FMAs are float32.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+#include "dispatch.hpp"
+#include "gemm_check.hpp"
+#include "gemm_driver.hpp"
+#include "gemm_plan.hpp"
+#include "gemm_split.hpp"
+#include "tessera/gemm.hpp"
+#include "threading.hpp"
+#include "tsan.hpp"
+#include "tuning.hpp"
+#include "verbose.hpp"
+
+namespace tessera {
+namespace {
+
+using detail::dtype_bytes;
+using detail::gemm_split::line_floats;
+
+// C block and k block: a widened B block is 256 KB and stays in L2 while the serial plan packs
+// it; 256 rows of A give every table's tile whole panels.
+constexpr int64_t kRows = 256, kCols = 256, kDepth = 256;
+
+// A stored matrix of 16-bit or float32 elements; rows ld elements apart (a float32 operand is
+// read in place, never widened).
+struct Stored {
+  DType type;
+  const void* p;
+  int64_t ld;
+  // Rows [r0, r0 + rows) x columns [c0, c0 + cols) as float32, rows `cols` floats apart.
+  void widen(const arch::ConvertKernels& cv, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+             float* out) const {
+    const auto* base = static_cast<const char*>(p) + (r0 * ld + c0) * int64_t(dtype_bytes(type));
+    for (int64_t r = 0; r < rows; ++r) {
+      const char* row = base + r * ld * int64_t(dtype_bytes(type));
+      const auto* h = reinterpret_cast<const uint16_t*>(row);
+      (type == DType::f16 ? cv.f16_to_f32 : cv.bf16_to_f32)(cols, h, out + r * cols);
+    }
+  }
+};
+
+struct Problem {
+  bool ta, tb;
+  int64_t m, n, k;
+  float alpha, beta;
+  Stored a, b;
+  float* c;
+  int64_t ldc;
+};
+
+// One serial block product: C[i0 + (0..mw), j0 + (0..nw)] (+)= alpha op(A) op(B) over the k
+// block [p0, p0 + kw), with op(A) and op(B) where `a_block` / `b_block` say (widened, or the
+// caller's float32 rows in place).
+detail::GemmProblem block(const Problem& q, int64_t i0, int64_t mw, int64_t j0, int64_t nw,
+                          int64_t p0, int64_t kw, const float* a_block, const float* b_block) {
+  detail::GemmProblem p;
+  p.ta = q.ta, p.tb = q.tb;
+  p.m = mw, p.n = nw, p.k = kw;
+  p.alpha = q.alpha;
+  p.beta = p0 == 0 ? q.beta : 1.0f;
+  if (a_block) {
+    p.a = a_block, p.lda = q.ta ? mw : kw;
+  } else {
+    const auto* a = static_cast<const float*>(q.a.p);
+    p.a = q.ta ? a + p0 * q.a.ld + i0 : a + i0 * q.a.ld + p0, p.lda = q.a.ld;
+  }
+  if (b_block) {
+    p.b = b_block, p.ldb = q.tb ? kw : nw;
+  } else {
+    const auto* b = static_cast<const float*>(q.b.p);
+    p.b = q.tb ? b + j0 * q.b.ld + p0 : b + p0 * q.b.ld + j0, p.ldb = q.b.ld;
+  }
+  p.c = q.c + i0 * q.ldc + j0, p.ldc = q.ldc;
+  return p;
+}
+
+// The floats of a task's scratch: the widened blocks, then the serial plan's own (the largest
+// over the block shapes: full and last, in each dimension; the operands' alignment within a
+// line is the same for every block, as the block sizes are whole lines).
+size_t task_floats(const arch::GemmKernels& kt, const Problem& q, size_t& a_floats,
+                   size_t& b_floats) {
+  const bool wa = q.a.type != DType::f32, wb = q.b.type != DType::f32;
+  a_floats = wa ? line_floats(size_t(std::min(q.m, kRows) * std::min(q.k, kDepth))) : 0;
+  b_floats = wb ? line_floats(size_t(std::min(q.n, kCols) * std::min(q.k, kDepth))) : 0;
+  size_t plan = 0;
+  const detail::Tuning& tn = detail::active_tuning();
+  for (int64_t i0 : {int64_t(0), (q.m - 1) / kRows * kRows})
+    for (int64_t j0 : {int64_t(0), (q.n - 1) / kCols * kCols})
+      for (int64_t p0 : {int64_t(0), (q.k - 1) / kDepth * kDepth}) {
+        const int64_t mw = std::min(kRows, q.m - i0), nw = std::min(kCols, q.n - j0);
+        const int64_t kw = std::min(kDepth, q.k - p0);
+        // Any non-null address of the right line offset stands for the scratch blocks.
+        static const float kLine[16] alignas(64) = {};
+        const detail::GemmProblem p =
+            block(q, i0, mw, j0, nw, p0, kw, wa ? kLine : nullptr, wb ? kLine : nullptr);
+        plan =
+            std::max(plan, detail::gemm_serial_floats(detail::plan_gemm(kt, tn, p, false, 1), p));
+      }
+  return a_floats + b_floats + line_floats(plan);
+}
+
+Status run(const arch::KernelTable& t, const Problem& q) {
+  if (q.m == 0 || q.n == 0) return Status::ok;
+  if (q.k == 0) {  // C = beta C: the float32 path's rule (beta = 0 never reads C)
+    detail::GemmProblem p = block(q, 0, q.m, 0, q.n, 0, 0, nullptr, nullptr);
+    return detail::gemm_run(t.gemm, p);
+  }
+  size_t a_floats, b_floats;
+  const size_t floats = task_floats(t.gemm, q, a_floats, b_floats);
+  detail::gemm_split::TaskScratch scratch;
+  if (!scratch.reserve(floats, true))
+    return detail::fail(Status::out_of_memory, "cannot allocate the widened blocks");
+  const int64_t row_blocks = (q.m + kRows - 1) / kRows, col_blocks = (q.n + kCols - 1) / kCols;
+  const detail::Tuning& tn = detail::active_tuning();
+  detail::TaskStatus status;
+  const auto task = [&](int64_t t_index, float* buf) {
+    const int64_t i0 = (t_index / col_blocks) * kRows, j0 = (t_index % col_blocks) * kCols;
+    const int64_t mw = std::min(kRows, q.m - i0), nw = std::min(kCols, q.n - j0);
+    float* a_block = a_floats ? buf : nullptr;
+    float* b_block = b_floats ? buf + a_floats : nullptr;
+    float* plan_buf = buf + a_floats + b_floats;
+    for (int64_t p0 = 0; p0 < q.k; p0 += kDepth) {
+      const int64_t kw = std::min(kDepth, q.k - p0);
+      if (a_block) {
+        if (q.ta)
+          q.a.widen(t.convert, p0, kw, i0, mw, a_block);
+        else
+          q.a.widen(t.convert, i0, mw, p0, kw, a_block);
+      }
+      if (b_block) {
+        if (q.tb)
+          q.b.widen(t.convert, j0, nw, p0, kw, b_block);
+        else
+          q.b.widen(t.convert, p0, kw, j0, nw, b_block);
+      }
+      const detail::GemmProblem p = block(q, i0, mw, j0, nw, p0, kw, a_block, b_block);
+      status.record(detail::gemm_execute(detail::plan_gemm(t.gemm, tn, p, false, 1), p, plan_buf));
+    }
+  };
+  detail::ForkJoin fj;
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, row_blocks * col_blocks, 1),
+                      detail::task_body(fj,
+                                        [&](const tbb::blocked_range<int64_t>& r) {
+                                          scratch.with_slice([&](float* buf) {
+                                            for (int64_t i = r.begin(); i < r.end(); ++i)
+                                              task(i, buf);
+                                          });
+                                        }),
+                      tbb::simple_partitioner());
+  });
+  fj.join();
+  return status.result();
+}
+
+const char* type_name(DType t) {
+  return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
+}
+
+}  // namespace
+
+Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+               DType a_type, const void* a, int64_t lda, DType b_type, const void* b, int64_t ldb,
+               float beta, float* c, int64_t ldc) {
+  return detail::in_arena([&] {
+    TESSERA_CHECK(detail::check_dtype("a_type", a_type));
+    TESSERA_CHECK(detail::check_dtype("b_type", b_type));
+    TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
+    TESSERA_CHECK(detail::check_transpose("ta", ta));
+    TESSERA_CHECK(detail::check_ld("lda", lda, ta == Transpose::no_trans ? k : m));
+    TESSERA_CHECK(detail::check_ptr("a", a, m > 0 && k > 0));
+    TESSERA_CHECK(detail::check_transpose("tb", tb));
+    TESSERA_CHECK(detail::check_ld("ldb", ldb, tb == Transpose::no_trans ? n : k));
+    TESSERA_CHECK(detail::check_ptr("b", b, k > 0 && n > 0));
+    TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
+    detail::GemmSpans s;
+    TESSERA_CHECK(detail::gemm_spans(ta, tb, m, n, k, lda, ldb, ldc, s));
+    TESSERA_CHECK(detail::check_disjoint(detail::region("c", c, s.c, 4),
+                                         {detail::region("a", a, s.a, dtype_bytes(a_type)),
+                                          detail::region("b", b, s.b, dtype_bytes(b_type))}));
+    if (a_type == DType::f32 && b_type == DType::f32)
+      return sgemm(ta, tb, m, n, k, alpha, static_cast<const float*>(a), lda,
+                   static_cast<const float*>(b), ldb, beta, c, ldc);
+    const arch::KernelTable& t = detail::active_table();
+    const Problem q{ta == Transpose::trans, tb == Transpose::trans, m, n,  k, alpha, beta,
+                    {a_type, a, lda},       {b_type, b, ldb},       c, ldc};
+    const detail::Verbose vb;
+    const Status st = run(t, q);
+    if (vb.on()) {
+      char names[64];
+      std::snprintf(names, sizeof names, "%s_%s_f32_gemm_widened_%s", type_name(a_type),
+                    type_name(b_type), t.name);
+      vb.print("gemm_ex", st, "widen-blocks", names, tbb::this_task_arena::max_concurrency(),
+               "m:%lld n:%lld k:%lld ta:%c tb:%c", (long long)m, (long long)n, (long long)k,
+               ta == Transpose::trans ? 'T' : 'N', tb == Transpose::trans ? 'T' : 'N');
+    }
+    return st;
+  });
+}
+
+}  // namespace tessera
