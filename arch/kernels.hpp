@@ -64,6 +64,9 @@ using GemmDotFn = void (*)(int64_t k, const float* a, int64_t lda, const float* 
 // gemm_dot.hpp: C[0, 0:n] = alpha a B^T + beta C for one row, n a multiple of the vector width.
 using GemmDotRunFn = void (*)(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                               int64_t n, float alpha, float beta);
+// gemm_dot_b16.hpp: as GemmDotFn with B stored in 16 bits (f16 or bf16), widened as loaded.
+using GemmDot16Fn = void (*)(int64_t k, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
+                             float* c, int64_t ldc, float alpha, float beta);
 // gemm_pack.hpp
 using GemmPackFn = void (*)(bool trans, int64_t rows_or_k, int64_t k_or_cols, const float* src,
                             int64_t ld, float* out);
@@ -109,8 +112,11 @@ struct GemmKernels {
   GemmDotFn dot1[kMaxDotRows + 1];  // [r]: r x 1
   GemmDotFn dot_stream;      // as dot[1], B rows visited in order: a B streamed once from memory
   GemmDotRunFn dot_row_run;  // as dot[1] over n columns, n a multiple of dot_cols[1]
-  GemmPackFn pack_a;         // (trans, mc, kc, a, lda, out)
-  GemmPackFn pack_b;         // (trans, kc, nc, b, ldb, out)
+  // [t][r]: as dot[r] and dot1[r] with B in 16 bits, t = 0 for f16, 1 for bf16.
+  GemmDot16Fn dot16[2][kMaxDotRows + 1];
+  GemmDot16Fn dot16_1[2][kMaxDotRows + 1];
+  GemmPackFn pack_a;  // (trans, mc, kc, a, lda, out)
+  GemmPackFn pack_b;  // (trans, kc, nc, b, ldb, out)
   // Another MR x NR tile, with its own blocking, packers and tile kernels (the fields above
   // through nc, packed, strided, the runs and the packers), for blocked products with a deep k
   // and small products on one thread (blocking.hpp: kAvx512DeepGemm); null where the table's

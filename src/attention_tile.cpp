@@ -220,6 +220,25 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       const int64_t block = std::max<int64_t>(1, kDecodeKeys / unit) * unit;
       for (int64_t jb = 0; jb < n; jb += block) {
         const int64_t nb = std::min(block, n - jb);
+        if (d.k_type != TESSERA_F32) {
+          // 16-bit K: the dot kernels widen it in registers as they read it, in place.
+          const int t16 = d.k_type == TESSERA_BF16 ? 1 : 0;
+          // cppcheck-suppress invalidPointerCast
+          const auto* kblock = reinterpret_cast<const uint16_t*>(krows.row(j0 + jb));
+          const int64_t ldk = krows.ld;
+          for (int64_t i = 0; i < rows; i += R) {
+            const int64_t r = std::min(R, rows - i), J = gk.dot_cols[r];
+            float* srow = st.s + i * kBK + jb;
+            int64_t j = 0;
+            for (; j + J <= nb; j += J)
+              gk.dot16[t16][r](D, st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, g.scale,
+                               0.0f);
+            for (; j < nb; ++j)
+              gk.dot16_1[t16][r](D, st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, g.scale,
+                                 0.0f);
+          }
+          continue;
+        }
         int64_t ldk;
         const float* kblock = krows.tile(kt.convert, j0 + jb, nb, ldk);
         for (int64_t i = 0; i < rows; i += R) {

@@ -11,8 +11,8 @@ namespace {
 constexpr const char* kFamilyNames[] = {
     "gemm_packed",         "gemm_packed_narrow", "gemm_rows_bk",          "gemm_strided",
     "gemm_strided_narrow", "gemm_wide",          "gemm_wide_prefetching", "gemm_dot",
-    "gemm_dot_stream",     "convert_f32_f16",    "convert_f16_f32",       "convert_f32_bf16",
-    "convert_bf16_f32"};
+    "gemm_dot_stream",     "gemm_dot_b_f16",     "gemm_dot_b_bf16",       "convert_f32_f16",
+    "convert_f16_f32",     "convert_f32_bf16",   "convert_bf16_f32"};
 static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
 
 struct Adder {
@@ -79,6 +79,14 @@ struct Adder {
       add(KernelFamily::gemm_dot, "gemm_dot", r, g.dot_cols[r], 0, 0,
           reinterpret_cast<const void*>(g.dot[r]));
       add(KernelFamily::gemm_dot, "gemm_dot", r, 1, 0, 0, reinterpret_cast<const void*>(g.dot1[r]));
+    }
+    for (int t16 = 0; t16 < 2; ++t16) {
+      const KernelFamily f = t16 ? KernelFamily::gemm_dot_b_bf16 : KernelFamily::gemm_dot_b_f16;
+      const char* what = t16 ? "gemm_dot_b_bf16" : "gemm_dot_b_f16";
+      for (int r = 1; r <= g.dot_rows; ++r) {
+        add(f, what, r, g.dot_cols[r], 0, 0, reinterpret_cast<const void*>(g.dot16[t16][r]));
+        add(f, what, r, 1, 0, 0, reinterpret_cast<const void*>(g.dot16_1[t16][r]));
+      }
     }
     add(KernelFamily::gemm_dot_stream, "gemm_dot_stream", 1, g.dot_cols[1], 0, 0,
         reinterpret_cast<const void*>(g.dot_stream));

@@ -23,6 +23,8 @@ enum class KernelFamily : uint8_t {
   gemm_wide_prefetching,  // GemmStridedFn: as gemm_wide, B prefetched ahead
   gemm_dot,               // GemmDotFn: C = alpha A B^T + beta C, r x cols
   gemm_dot_stream,        // GemmDotFn: as gemm_dot, one row, B rows in order
+  gemm_dot_b_f16,         // GemmDot16Fn: as gemm_dot with B in f16, widened in registers
+  gemm_dot_b_bf16,        // GemmDot16Fn: as gemm_dot with B in bf16
   convert_f32_f16,        // ConvertKernels::f32_to_f16 (arch/common/convert.hpp)
   convert_f16_f32,        // ConvertKernels::f16_to_f32
   convert_f32_bf16,       // ConvertKernels::f32_to_bf16

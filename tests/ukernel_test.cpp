@@ -17,6 +17,7 @@
 
 #include "src/dispatch.hpp"
 #include "src/registry.hpp"
+#include "tessera/reference.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -158,6 +159,34 @@ void test_dot(const KernelRow& row) {
   }
 }
 
+// B stored in 16 bits (f16 or bf16): the same lattice, against the double sum of the widened B
+// (the reference conversions). The B values span magnitudes, with f16 subnormals among them.
+void test_dot16(const KernelRow& row, bool bf16) {
+  const auto fn = reinterpret_cast<arch::GemmDot16Fn>(row.fn);
+  int combo = 0;
+  for (int64_t k :
+       {int64_t(0), int64_t(1), int64_t(5), int64_t(17), int64_t(64), int64_t(128), int64_t(257)}) {
+    const Scalars s = kScalars[combo++ % 3];
+    const int64_t lda = k + 2, ldb = k + 1;
+    const auto a = data(size_t(row.rows * lda + 1), uint32_t(combo));
+    const auto f = data(size_t(row.cols * ldb + 1), uint32_t(combo + 100));
+    std::vector<uint16_t> b;
+    for (size_t i = 0; i < f.size(); ++i) {
+      const float x = f[i] * (i % 7 == 3 ? 1e-6f : 1.0f);  // f16 subnormals every 7th
+      b.push_back(bf16 ? tessera::reference::f32_to_bf16(x) : tessera::reference::f32_to_f16(x));
+    }
+    auto widen = [&](uint16_t h) {
+      return bf16 ? tessera::reference::bf16_to_f32(h) : tessera::reference::f16_to_f32(h);
+    };
+    check(
+        row, {row.rows, row.cols, k, row.cols + 3, s},
+        [&](int64_t i, int64_t p) { return a[size_t(i * lda + p)]; },
+        [&](int64_t p, int64_t j) { return widen(b[size_t(j * ldb + p)]); },
+        [&](float* c) { fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta); },
+        "dot16");
+  }
+}
+
 TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
   const auto registry = tessera::detail::kernel_registry();
   ASSERT_FALSE(registry.empty());
@@ -184,6 +213,10 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
       case KernelFamily::gemm_dot:
       case KernelFamily::gemm_dot_stream:
         test_dot(row);
+        break;
+      case KernelFamily::gemm_dot_b_f16:
+      case KernelFamily::gemm_dot_b_bf16:
+        test_dot16(row, row.family == KernelFamily::gemm_dot_b_bf16);
         break;
       default:  // the conversions: tests/convert_test.cpp
         continue;

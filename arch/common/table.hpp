@@ -14,6 +14,7 @@
 #include "blocking.hpp"
 #include "convert.hpp"
 #include "gemm_dot.hpp"
+#include "gemm_dot_b16.hpp"
 #include "gemm_pack.hpp"
 #include "gemm_rows_stream.hpp"
 #include "gemm_ukernel.hpp"
@@ -136,6 +137,9 @@ KernelTable make_table(const char* name) {
   }
   fill_attention_ukernels<Arch, G>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
+  // The portable widening; an ISA with 16-bit float instructions refills them (its own file).
+  fill_dot16<Arch, G.dot_rows, G.dot_cols, ScalarF16Widen<Arch>, ShiftBf16Widen<Arch>>(
+      g, std::make_integer_sequence<int, G.dot_rows>());
   fill_wide<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
   fill_rows_stream<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
 

@@ -2,6 +2,7 @@
 // Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
 #include "../common/table.hpp"
 #include "convert_x86.hpp"
+#include "widen_x86.hpp"
 
 namespace tessera::arch {
 
@@ -9,6 +10,8 @@ const KernelTable& avx2_table() {
   static const KernelTable table = [] {
     KernelTable t = make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm>("avx2");
     t.convert = make_convert_kernels<F16cLanes>();
+    fill_dot16<xsimd::fma3<xsimd::avx2>, kAvx2Gemm.dot_rows, kAvx2Gemm.dot_cols, Avx2F16Widen,
+               Avx2Bf16Widen>(t.gemm, std::make_integer_sequence<int, kAvx2Gemm.dot_rows>());
     return t;
   }();
   return table;

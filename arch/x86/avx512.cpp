@@ -2,6 +2,7 @@
 // Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
 #include "../common/table.hpp"
 #include "convert_x86.hpp"
+#include "widen_x86.hpp"
 
 namespace tessera::arch {
 
@@ -11,6 +12,8 @@ const KernelTable& avx512_table() {
     KernelTable t = make_table<xsimd::avx512f, kAvx512Gemm>("avx512");
     t.gemm.deep = &deep;
     t.convert = make_convert_kernels<Avx512HalfLanes>();
+    fill_dot16<xsimd::avx512f, kAvx512Gemm.dot_rows, kAvx512Gemm.dot_cols, Avx512F16Widen,
+               Avx512Bf16Widen>(t.gemm, std::make_integer_sequence<int, kAvx512Gemm.dot_rows>());
     return t;
   }();
   return table;

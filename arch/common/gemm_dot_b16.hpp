@@ -1,0 +1,117 @@
+// Dot-product kernels with B stored in 16 bits (f16 or bf16) and widened in registers as it is
+// loaded: the decode shapes whose B is the weights (a Linear layer's rows) or a K cache, read
+// once, at half the bytes of float32, with no pass that widens them into memory first.
+//
+// Contract (as gemm_dot.hpp's gemm_dot_nt): C(i, j) = alpha sum_p A(i, p) B(j, p) + beta C(i, j)
+// for R rows of A (float32, rows lda apart) and NJ rows of B (16-bit, rows ldb elements apart),
+// both contiguous along p; k >= 0; beta == 0 never reads C. Each B element is widened exactly
+// (f16 and bf16 are subsets of float32), so the products and sums are those of the float32
+// kernel on the widened B. The sum order (SIMD lanes, lane reduction, scalar tail) depends on
+// k alone.
+//
+// Widen: a type with `static xsimd::batch<float, Arch> load(const uint16_t*)` (W elements) and
+// `static float scalar(uint16_t)`. The portable forms are below; an ISA with instructions for
+// it passes its own (arch/x86/widen_x86.hpp, arch/arm/widen_neon64.hpp): xsimd 8.1 has no
+// 16-bit float type.
+#pragma once
+
+#include "kernel_ns.hpp"
+
+#include <xsimd/xsimd.hpp>
+
+#include <cstdint>
+#include <cstring>
+
+#include "convert.hpp"
+#include "fmadd.hpp"
+#include "gemm_dot.hpp"
+#include "lanes.hpp"
+
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+
+// f16 through the scalar conversion (ISAs without f16 lanes: SSE2; ARMv7, whose VCVT flushes
+// subnormals).
+template <class Arch>
+struct ScalarF16Widen {
+  using B = xsimd::batch<float, Arch>;
+  static B load(const uint16_t* p) {
+    alignas(64) float t[B::size];
+    for (size_t l = 0; l < B::size; ++l) t[l] = convert_detail::f16_to_f32(p[l]);
+    return B::load_aligned(t);
+  }
+  static float scalar(uint16_t h) { return convert_detail::f16_to_f32(h); }
+};
+
+// bf16 is the top half of a float32: a shift, which the compiler vectorises for the ISA.
+template <class Arch>
+struct ShiftBf16Widen {
+  using B = xsimd::batch<float, Arch>;
+  static B load(const uint16_t* p) {
+    alignas(64) float f[B::size];
+    for (size_t l = 0; l < B::size; ++l) f[l] = scalar(p[l]);
+    return B::load_aligned(f);
+  }
+  static float scalar(uint16_t h) {
+    const uint32_t b = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+};
+
+template <class Arch, class Widen, int R, int NJ>
+void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
+                     float* c, int64_t ldc, float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = B::size;
+  B acc[R][NJ];
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < NJ; ++j) acc[i][j] = B(0.0f);
+  int64_t p = 0;
+  for (; p + W <= k; p += W) {
+    // The same rows kDotCallsAhead calls on (gemm_dot.hpp), a line per 32 elements: rows ldb
+    // apart are too many interleaved streams for the hardware prefetcher.
+    if (p % 32 == 0)
+      for (int j = 0; j < NJ; ++j)
+        __builtin_prefetch(b + (j + kDotCallsAhead * NJ) * ldb + p, 0, 3);
+    B av[R], bv[NJ];
+    for (int i = 0; i < R; ++i) av[i] = B::load_unaligned(a + i * lda + p);
+    for (int j = 0; j < NJ; ++j) bv[j] = Widen::load(b + j * ldb + p);
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < NJ; ++j) acc[i][j] = fmadd(av[i], bv[j], acc[i][j]);
+  }
+  // Reduced W accumulators at a time by lanes::transpose_sum, as gemm_dot_nt.
+  constexpr int N = R * NJ, G = (N + static_cast<int>(W) - 1) / static_cast<int>(W);
+  alignas(64) float sums[G * W];
+  for (int g = 0; g < G; ++g) {
+    B v[W];
+    for (int l = 0; l < static_cast<int>(W); ++l) {
+      const int e = g * static_cast<int>(W) + l;
+      v[l] = e < N ? acc[e / NJ][e % NJ] : B(0.0f);
+    }
+    lanes::transpose_sum<Arch>(v).store_aligned(sums + g * W);
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < NJ; ++j) {
+      float sum = sums[i * NJ + j];
+      for (int64_t q = p; q < k; ++q) sum += a[i * lda + q] * Widen::scalar(b[j * ldb + q]);
+      float& dst = c[i * ldc + j];
+      dst = beta != 0.0f ? alpha * sum + beta * dst : alpha * sum;
+    }
+}
+
+// The table's 16-bit dot kernels ([0] f16, [1] bf16): r x dot_cols[r] (one row: W columns) and
+// r x 1, r = 1..dot_rows.
+template <class Arch, int DotRows, int DotCols, class F16Widen, class Bf16Widen, int... R>
+void fill_dot16(GemmKernels& k, std::integer_sequence<int, R...>) {
+  constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
+  static_assert(sizeof...(R) == DotRows, "a kernel per row count");
+  ((k.dot16[0][R + 1] = &gemm_dot_nt_b16 < Arch, F16Widen, R + 1, R == 0 ? W : DotCols >), ...);
+  ((k.dot16[1][R + 1] = &gemm_dot_nt_b16 < Arch, Bf16Widen, R + 1, R == 0 ? W : DotCols >), ...);
+  ((k.dot16_1[0][R + 1] = &gemm_dot_nt_b16<Arch, F16Widen, R + 1, 1>), ...);
+  ((k.dot16_1[1][R + 1] = &gemm_dot_nt_b16<Arch, Bf16Widen, R + 1, 1>), ...);
+}
+
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch
