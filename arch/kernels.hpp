@@ -67,6 +67,10 @@ using GemmDotRunFn = void (*)(int64_t k, const float* a, const float* b, int64_t
 // gemm_dot_b16.hpp: as GemmDotFn with B stored in 16 bits (f16 or bf16), widened as loaded.
 using GemmDot16Fn = void (*)(int64_t k, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
                              float* c, int64_t ldc, float alpha, float beta);
+// gemm_dot_b16.hpp: as GemmStridedFn (few rows, nr <= 2 vectors) with B in 16 bits.
+using GemmStrided16Fn = void (*)(int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
+                                 const uint16_t* b, int64_t ldb, float* c, int64_t ldc, int64_t nr,
+                                 float alpha, float beta);
 // gemm_pack.hpp
 using GemmPackFn = void (*)(bool trans, int64_t rows_or_k, int64_t k_or_cols, const float* src,
                             int64_t ld, float* out);
@@ -115,6 +119,9 @@ struct GemmKernels {
   // [t][r]: as dot[r] and dot1[r] with B in 16 bits, t = 0 for f16, 1 for bf16.
   GemmDot16Fn dot16[2][kMaxDotRows + 1];
   GemmDot16Fn dot16_1[2][kMaxDotRows + 1];
+  // [t][r]: r <= kMaxWideRows rows of A against a 16-bit B read in place, up to 2 vectors of
+  // columns (fused attention's few-row P V on a 16-bit V).
+  GemmStrided16Fn wide16[2][kMaxWideRows + 1];
   GemmPackFn pack_a;  // (trans, mc, kc, a, lda, out)
   GemmPackFn pack_b;  // (trans, kc, nc, b, ldb, out)
   // Another MR x NR tile, with its own blocking, packers and tile kernels (the fields above

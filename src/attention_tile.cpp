@@ -98,6 +98,23 @@ void pv_few_rows(const arch::KernelTable& kt, const tessera_attention_desc& d, i
   for (int64_t ir = 0, t = 0; ir < rows; ir += MR, ++t)
     if (extent[2 * t + 1] > extent[2 * t])
       lo = std::min(lo, extent[2 * t]), hi = std::max(hi, extent[2 * t + 1]);
+  if (d.v_type != TESSERA_F32 && rows <= arch::kMaxWideRows && rows <= MR) {
+    // One Q panel (its extent is extent[0..1]). 16-bit V read in place by the kernels that
+    // widen it in registers, 2 vectors of columns a call, over blocks of kDecodeKeys keys (8 KB
+    // of V at d = 128, in L1 across the block's calls; whole 256-key column strips made every
+    // call after the first read V from L2 or memory again: 5x slower).
+    const int t16 = d.v_type == TESSERA_BF16 ? 1 : 0;
+    const int64_t cols = 2 * gk.simd_floats;
+    for (int64_t kb = extent[0]; kb < extent[1]; kb += kDecodeKeys) {
+      const int64_t kn = std::min(kDecodeKeys, extent[1] - kb);
+      // cppcheck-suppress invalidPointerCast
+      const auto* vsrc = reinterpret_cast<const uint16_t*>(vrows.row(j0 + kb));
+      for (int64_t c0 = 0; c0 < Dv; c0 += cols)
+        gk.wide16[t16][rows](kn, st.s + kb, kBK, 1, vsrc + c0, vrows.ld, st.o + c0, Dv,
+                             std::min(cols, Dv - c0), 1.0f, 1.0f);
+    }
+    return;
+  }
   const int64_t block = d.v_type == TESSERA_F32 ? kBK : kDecodeKeys;
   for (int64_t kb = lo; kb < hi; kb += block) {
     const int64_t ke = std::min(hi, kb + block);

@@ -11,8 +11,9 @@ namespace {
 constexpr const char* kFamilyNames[] = {
     "gemm_packed",         "gemm_packed_narrow", "gemm_rows_bk",          "gemm_strided",
     "gemm_strided_narrow", "gemm_wide",          "gemm_wide_prefetching", "gemm_dot",
-    "gemm_dot_stream",     "gemm_dot_b_f16",     "gemm_dot_b_bf16",       "convert_f32_f16",
-    "convert_f16_f32",     "convert_f32_bf16",   "convert_bf16_f32"};
+    "gemm_dot_stream",     "gemm_dot_b_f16",     "gemm_dot_b_bf16",       "gemm_wide_b_f16",
+    "gemm_wide_b_bf16",    "convert_f32_f16",    "convert_f16_f32",       "convert_f32_bf16",
+    "convert_bf16_f32"};
 static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
 
 struct Adder {
@@ -87,6 +88,10 @@ struct Adder {
         add(f, what, r, g.dot_cols[r], 0, 0, reinterpret_cast<const void*>(g.dot16[t16][r]));
         add(f, what, r, 1, 0, 0, reinterpret_cast<const void*>(g.dot16_1[t16][r]));
       }
+      for (int r = 1; r <= arch::kMaxWideRows; ++r)
+        add(t16 ? KernelFamily::gemm_wide_b_bf16 : KernelFamily::gemm_wide_b_f16,
+            t16 ? "gemm_wide_b_bf16" : "gemm_wide_b_f16", r, 2 * W, 0, 0,
+            reinterpret_cast<const void*>(g.wide16[t16][r]));
     }
     add(KernelFamily::gemm_dot_stream, "gemm_dot_stream", 1, g.dot_cols[1], 0, 0,
         reinterpret_cast<const void*>(g.dot_stream));

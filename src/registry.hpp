@@ -25,6 +25,8 @@ enum class KernelFamily : uint8_t {
   gemm_dot_stream,        // GemmDotFn: as gemm_dot, one row, B rows in order
   gemm_dot_b_f16,         // GemmDot16Fn: as gemm_dot with B in f16, widened in registers
   gemm_dot_b_bf16,        // GemmDot16Fn: as gemm_dot with B in bf16
+  gemm_wide_b_f16,        // GemmStrided16Fn: few rows, up to 2 vectors, B in f16 read in place
+  gemm_wide_b_bf16,       // GemmStrided16Fn: the same with B in bf16
   convert_f32_f16,        // ConvertKernels::f32_to_f16 (arch/common/convert.hpp)
   convert_f16_f32,        // ConvertKernels::f16_to_f32
   convert_f32_bf16,       // ConvertKernels::f32_to_bf16

@@ -187,6 +187,37 @@ void test_dot16(const KernelRow& row, bool bf16) {
   }
 }
 
+// Few rows against a 16-bit B read in place: k over the lattice, every column count up to the
+// kernel's 2 W (partial last vectors), A row-major and transposed, padded strides.
+void test_wide16(const KernelRow& row, bool bf16) {
+  const auto fn = reinterpret_cast<arch::GemmStrided16Fn>(row.fn);
+  int combo = 0;
+  for (int64_t k : {int64_t(0), int64_t(1), int64_t(7), int64_t(33), int64_t(256)})
+    for (int64_t nr = 1; nr <= row.cols; ++nr) {
+      const Scalars s = kScalars[combo++ % 3];
+      const bool a_trans = combo % 2;
+      const int64_t lda = (a_trans ? row.rows : k) + 1, ldb = row.cols + 5;
+      const auto a = data(size_t((a_trans ? k : row.rows) * lda + 1), uint32_t(combo));
+      const auto f = data(size_t(std::max<int64_t>(k, 1) * ldb), uint32_t(combo + 50));
+      std::vector<uint16_t> b;
+      for (float x : f)
+        b.push_back(bf16 ? tessera::reference::f32_to_bf16(x) : tessera::reference::f32_to_f16(x));
+      auto widen = [&](uint16_t h) {
+        return bf16 ? tessera::reference::bf16_to_f32(h) : tessera::reference::f16_to_f32(h);
+      };
+      const int64_t a_rs = a_trans ? 1 : lda, a_cs = a_trans ? lda : 1;
+      check(
+          row, {row.rows, nr, k, row.cols + 3, s},
+          [&](int64_t i, int64_t p) { return a[size_t(i * a_rs + p * a_cs)]; },
+          [&](int64_t p, int64_t j) { return widen(b[size_t(p * ldb + j)]); },
+          [&](float* c) {
+            fn(k, a.data(), a_rs, a_cs, b.data(), ldb, c, row.cols + 3, nr, s.alpha, s.beta);
+          },
+          "wide16");
+      if (::testing::Test::HasFailure()) return;
+    }
+}
+
 TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
   const auto registry = tessera::detail::kernel_registry();
   ASSERT_FALSE(registry.empty());
@@ -217,6 +248,10 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
       case KernelFamily::gemm_dot_b_f16:
       case KernelFamily::gemm_dot_b_bf16:
         test_dot16(row, row.family == KernelFamily::gemm_dot_b_bf16);
+        break;
+      case KernelFamily::gemm_wide_b_f16:
+      case KernelFamily::gemm_wide_b_bf16:
+        test_wide16(row, row.family == KernelFamily::gemm_wide_b_bf16);
         break;
       default:  // the conversions: tests/convert_test.cpp
         continue;

@@ -1,6 +1,6 @@
-// Dot-product kernels with B stored in 16 bits (f16 or bf16) and widened in registers as it is
-// loaded: the decode shapes whose B is the weights (a Linear layer's rows) or a K cache, read
-// once, at half the bytes of float32, with no pass that widens them into memory first.
+// Dot-product and few-row kernels with B stored in 16 bits (f16 or bf16) and widened in registers
+// as it is loaded: the decode shapes whose B is the weights (a Linear layer's rows) or a K cache,
+// read once, at half the bytes of float32, with no pass that widens them into memory first.
 //
 // Contract (as gemm_dot.hpp's gemm_dot_nt): C(i, j) = alpha sum_p A(i, p) B(j, p) + beta C(i, j)
 // for R rows of A (float32, rows lda apart) and NJ rows of B (16-bit, rows ldb elements apart),
@@ -101,6 +101,73 @@ void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, 
     }
 }
 
+// C[0:R, 0:nr] = alpha A B + beta C for B stored in 16 bits, rows ldb elements apart, read in
+// place (decode's P V against a 16-bit V cache): A(i, p) at a[i a_rs + p a_cs] (float32),
+// nr <= 2 W columns; a last partial vector is widened element by element into a zero-padded one
+// and stored element by element. R x 2 accumulators: 11 vector registers at R = 4. Each C
+// element is one accumulator lane summing k in order. beta == 0 never reads C.
+template <class Arch, class Widen, int R>
+void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const uint16_t* b,
+                   int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = B::size;
+  constexpr int NV = 2;
+  const int whole = int(nr / W);  // vectors loaded whole
+  B acc[R][NV];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
+  int64_t p = 0;
+  if (nr == NV * W) {  // whole vectors: the loop with no branch, accumulators in registers
+    for (; p < k; ++p) {
+      const uint16_t* row = b + p * ldb;
+      B bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = Widen::load(row + v * W);
+      for (int i = 0; i < R; ++i) {
+        const B ai(a[i * a_rs + p * a_cs]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
+      }
+    }
+  }
+  for (; p < k; ++p) {
+    const uint16_t* row = b + p * ldb;
+    B bv[NV];
+    for (int v = 0; v < NV; ++v) {
+      if (v < whole) {
+        bv[v] = Widen::load(row + v * W);
+      } else if (v * W < nr) {
+        alignas(64) float t[W] = {};
+        for (int64_t l = 0; l < nr - v * W; ++l) t[l] = Widen::scalar(row[v * W + l]);
+        bv[v] = B::load_aligned(t);
+      } else {
+        bv[v] = B(0.0f);
+      }
+    }
+    for (int i = 0; i < R; ++i) {
+      const B ai(a[i * a_rs + p * a_cs]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < NV && v * W < nr; ++v) {
+      float* cv = c + i * ldc + v * W;
+      B r = acc[i][v] * B(alpha);
+      if (v < whole) {
+        if (beta != 0.0f) r = fmadd(B(beta), B::load_unaligned(cv), r);
+        r.store_unaligned(cv);
+        continue;
+      }
+      alignas(64) float t[W];
+      r.store_aligned(t);
+      for (int64_t l = 0; l < nr - v * W; ++l) cv[l] = beta != 0.0f ? t[l] + beta * cv[l] : t[l];
+    }
+}
+
+template <class Arch, class F16Widen, class Bf16Widen, int... R>
+void fill_wide16(GemmKernels& k, std::integer_sequence<int, R...>) {
+  ((k.wide16[0][R + 1] = &gemm_wide_b16<Arch, F16Widen, R + 1>), ...);
+  ((k.wide16[1][R + 1] = &gemm_wide_b16<Arch, Bf16Widen, R + 1>), ...);
+}
+
 // The table's 16-bit dot kernels ([0] f16, [1] bf16): r x dot_cols[r] (one row: W columns) and
 // r x 1, r = 1..dot_rows.
 template <class Arch, int DotRows, int DotCols, class F16Widen, class Bf16Widen, int... R>
@@ -111,6 +178,7 @@ void fill_dot16(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.dot16[1][R + 1] = &gemm_dot_nt_b16 < Arch, Bf16Widen, R + 1, R == 0 ? W : DotCols >), ...);
   ((k.dot16_1[0][R + 1] = &gemm_dot_nt_b16<Arch, F16Widen, R + 1, 1>), ...);
   ((k.dot16_1[1][R + 1] = &gemm_dot_nt_b16<Arch, Bf16Widen, R + 1, 1>), ...);
+  fill_wide16<Arch, F16Widen, Bf16Widen>(k, std::make_integer_sequence<int, kMaxWideRows>());
 }
 
 }  // namespace TESSERA_KERNEL_NS
