@@ -1,7 +1,8 @@
 // GEMM with 16-bit operands: C = alpha op(A) op(B) + beta C with A and B each float32, f16 or
-// bf16, C float32. A 16-bit operand is widened as it is packed (BLIS packm): the product goes
-// in tasks over a grid of C blocks (kRows x kCols), and each task walks k in blocks of kDepth,
-// in order, widening its block of op(B) (and of op(A)) into its scratch with the table's
+// bf16, C float32. Few rows against a 16-bit B^T go to the dot kernels that widen B in
+// registers (few_rows). Otherwise a 16-bit operand is widened as it is packed (BLIS packm): the
+// product goes in tasks over a grid of C blocks (kRows x kCols), and each task walks k in blocks of
+// kDepth, in order, widening its block of op(B) (and of op(A)) into its scratch with the table's
 // conversion kernels and multiplying the blocks by a serial float32 plan (beta on the first k
 // block, 1 after). Widening costs O(k n) per row block against O(m k n) products. The grid and
 // the k blocks follow from the shape alone, so every C element is summed in the same order for
@@ -113,8 +114,51 @@ size_t task_floats(const arch::GemmKernels& kt, const Problem& q, size_t& a_floa
   return a_floats + b_floats + line_floats(plan);
 }
 
+// Few rows of a float32 A against a 16-bit B^T (a Linear layer's weight rows: the decode
+// product): the dot kernels read B in place and widen it in registers, in tasks over chunks of
+// kCols columns. Each C element is one kernel call's, whatever the thread count.
+Status few_rows(const arch::KernelTable& t, const Problem& q) {
+  const arch::GemmKernels& g = t.gemm;
+  const int t16 = q.b.type == DType::bf16 ? 1 : 0;
+  const auto* a = static_cast<const float*>(q.a.p);
+  const auto* b = static_cast<const uint16_t*>(q.b.p);
+  const int64_t R = g.dot_rows, chunks = (q.n + kCols - 1) / kCols;
+  detail::ForkJoin fj;
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, chunks, 1),
+        detail::task_body(fj,
+                          [&](const tbb::blocked_range<int64_t>& r) {
+                            for (int64_t ch = r.begin(); ch < r.end(); ++ch) {
+                              const int64_t j0 = ch * kCols, j1 = std::min(q.n, j0 + kCols);
+                              for (int64_t i = 0; i < q.m; i += R) {
+                                const int64_t rows = std::min(R, q.m - i), J = g.dot_cols[rows];
+                                const float* ai = a + i * q.a.ld;
+                                float* ci = q.c + i * q.ldc;
+                                int64_t j = j0;
+                                for (; j + J <= j1; j += J)
+                                  g.dot16[t16][rows](q.k, ai, q.a.ld, b + j * q.b.ld, q.b.ld,
+                                                     ci + j, q.ldc, q.alpha, q.beta);
+                                for (; j < j1; ++j)
+                                  g.dot16_1[t16][rows](q.k, ai, q.a.ld, b + j * q.b.ld, q.b.ld,
+                                                       ci + j, q.ldc, q.alpha, q.beta);
+                              }
+                            }
+                          }),
+        tbb::simple_partitioner());
+  });
+  fj.join();
+  return Status::ok;
+}
+
+bool takes_few_rows(const arch::KernelTable& t, const Problem& q) {
+  return q.k > 0 && q.a.type == DType::f32 && q.b.type != DType::f32 && !q.ta && q.tb &&
+         q.m <= 2 * t.gemm.dot_rows;
+}
+
 Status run(const arch::KernelTable& t, const Problem& q) {
   if (q.m == 0 || q.n == 0) return Status::ok;
+  if (takes_few_rows(t, q)) return few_rows(t, q);
   if (q.k == 0) {  // C = beta C: the float32 path's rule (beta = 0 never reads C)
     detail::GemmProblem p = block(q, 0, q.m, 0, q.n, 0, 0, nullptr, nullptr);
     return detail::gemm_run(t.gemm, p);
@@ -204,9 +248,10 @@ Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, floa
       char names[64];
       std::snprintf(names, sizeof names, "%s_%s_f32_gemm_widened_%s", type_name(a_type),
                     type_name(b_type), t.name);
-      vb.print("gemm_ex", st, "widen-blocks", names, tbb::this_task_arena::max_concurrency(),
-               "m:%lld n:%lld k:%lld ta:%c tb:%c", (long long)m, (long long)n, (long long)k,
-               ta == Transpose::trans ? 'T' : 'N', tb == Transpose::trans ? 'T' : 'N');
+      vb.print("gemm_ex", st, takes_few_rows(t, q) ? "few-rows-dot-b16" : "widen-blocks", names,
+               tbb::this_task_arena::max_concurrency(), "m:%lld n:%lld k:%lld ta:%c tb:%c",
+               (long long)m, (long long)n, (long long)k, ta == Transpose::trans ? 'T' : 'N',
+               tb == Transpose::trans ? 'T' : 'N');
     }
     return st;
   });
