@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""llvm-mca's cycles per iteration of every ARM micro-kernel's innermost FMA loop.
+
+Reads the disassembly of an ARM kernel object (objdump -d -C), takes each function's innermost
+backward-branching loops that hold vector FMAs, and runs each body through llvm-mca on the
+cortex-a55, cortex-a72 and neoverse-n1 models. Prints, per loop: its FMAs, loads and
+widenings (FCVTL / USHLL / VCVT: 16-bit storage), the cycles per iteration, the FMAs per cycle,
+and the fraction of that core's FMA peak, measured the same way on a loop of 12 independent
+FMAs (so the peak is the model's own, not a datasheet's). One iteration is one k step of a
+micro-kernel (several when the compiler unrolled it: the FMA count says how many). Only each
+function's k loop is shown: its innermost loop with the most FMAs. The peaks are LLVM 14's
+models' (e.g. neoverse-n1 and cortex-a72 issue one 128-bit FMLA per cycle there), so the
+fractions compare loops with each other on one model, not with a datasheet.
+
+Usage: scripts/mca_loops.py OBJDUMP OBJECT aarch64|arm [--match REGEX]
+"""
+import argparse
+import re
+import subprocess
+import sys
+
+CPUS = ["cortex-a55", "cortex-a72", "neoverse-n1"]
+
+
+def functions(objdump, obj):
+    out = subprocess.run([objdump, "-d", "-C", "--no-show-raw-insn", obj], check=True,
+                         capture_output=True, text=True).stdout
+    name, body = None, []
+    for line in out.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if m:
+            if name:
+                yield name, body
+            name, body = m.group(1), []
+            continue
+        m = re.match(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
+        if m and name:
+            body.append((int(m.group(1), 16), m.group(2), m.group(3)))
+    if name:
+        yield name, body
+
+
+BRANCH = re.compile(r"^(b|b\.\w+|b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)|cbz|cbnz|tbz|tbnz"
+                    r"|bne|beq|bgt|blt|bge|ble|bhi|bls|bcc|bcs)(\.w|\.n)?$")
+
+
+def target(ops):
+    m = re.search(r"\b([0-9a-f]+) <", ops)
+    return int(m.group(1), 16) if m else None
+
+
+def innermost_loops(body):
+    """(start, end) index ranges of backward branches with no inner backward branch or call."""
+    loops = []
+    for i, (addr, mn, ops) in enumerate(body):
+        if not BRANCH.match(mn):
+            continue
+        t = target(ops)
+        if t is None or t >= addr:
+            continue
+        start = next((j for j, b in enumerate(body) if b[0] == t), None)
+        if start is None:
+            continue
+        inner = True
+        for j in range(start, i):
+            a2, m2, o2 = body[j]
+            t2 = target(o2) if BRANCH.match(m2) else None
+            if (t2 is not None and t2 < a2 and t2 >= t) or m2 in ("bl", "blx", "ret"):
+                inner = False
+                break
+        if inner:
+            loops.append((start, i))
+    return loops
+
+
+def is_fma(mn):
+    return re.match(r"^(fmla|vfma|vmla|fmadd|bfdot|bfmmla|fdot)", mn) is not None
+
+
+def is_widen(mn, ops):
+    return re.match(r"^(fcvtl|fcvtl2|ushll|ushll2|shll|shll2|vcvt|vshll)", mn) is not None
+
+
+def fma_lanes(mn, ops):
+    """Lanes of one FMA: 4 (.4s / q registers f32), 8 (.8h), 2 (.2s / d registers)."""
+    if ".8h" in ops:
+        return 8
+    if ".4s" in ops or re.search(r"\bq\d+", ops):
+        return 4
+    if ".2s" in ops or re.search(r"\bd\d+", ops):
+        return 2
+    return 1
+
+
+def mca(lines, triple, cpu):
+    src = "\n".join(lines) + "\n"
+    r = subprocess.run(["llvm-mca", f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=200",
+                        "-summary-view", "-resource-pressure=0", "-instruction-info=0"],
+                       input=src, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    it = re.search(r"Iterations:\s+(\d+)", r.stdout)
+    cy = re.search(r"Total Cycles:\s+(\d+)", r.stdout)
+    if not it or not cy:
+        return None
+    return int(cy.group(1)) / int(it.group(1))
+
+
+def clean(mn, ops):
+    """The instruction as llvm-mca reads it: objdump's comments and symbolic targets dropped."""
+    ops = re.sub(r"\s*//.*$", "", ops)
+    ops = re.sub(r"\s*@.*$", "", ops)
+    ops = re.sub(r"\s*;.*$", "", ops)
+    return f"{mn} {ops}".strip()
+
+
+def short(name):
+    name = re.sub(r"tessera::arch::\w+::", "", name)
+    name = name.replace("xsimd::", "")
+    name = re.sub(r"\(.*\)$", "", name)
+    return name if len(name) < 110 else name[:107] + "..."
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("objdump")
+    ap.add_argument("object")
+    ap.add_argument("arch", choices=["aarch64", "arm"])
+    ap.add_argument("--match", default=r"gemm|dot|wide|rows|ukernel")
+    a = ap.parse_args()
+    triple = "aarch64" if a.arch == "aarch64" else "armv8a"
+    fma_insn = ("fmla v%d.4s, v12.4s, v13.4s" if a.arch == "aarch64"
+                else "vfma.f32 q%d, q12, q13")
+    peak = {}
+    for cpu in CPUS:
+        c = mca([fma_insn % i for i in range(12)], triple, cpu)
+        peak[cpu] = 12 / c if c else None
+    print(f"# llvm-mca {a.arch}: FMA peak of each model (12 independent 128-bit f32 FMAs): " +
+          ", ".join(f"{cpu} {peak[cpu]:.2f} FMA/cycle" for cpu in CPUS if peak[cpu]))
+    print("| loop | FMAs | loads | widen | " +
+          " | ".join(f"{cpu} cycles/iter, FMA/cycle, % peak" for cpu in CPUS) + " |")
+    print("|---|---|---|---|" + "---|" * len(CPUS))
+    rows = 0
+    for name, body in functions(a.objdump, a.object):
+        if not re.search(a.match, name):
+            continue
+        # The function's k loop: its innermost loop with the most FMAs (the others are tails).
+        best = None
+        for s, e in innermost_loops(body):
+            count = sum(1 for ins in body[s:e] if is_fma(ins[1]))
+            if count and (best is None or count > best[0]):
+                best = (count, s, e)
+        for n, (_, s, e) in enumerate([best] if best else []):
+            insns = body[s:e]  # the body without its closing branch
+            fmas = [ins for ins in insns if is_fma(ins[1])]
+            loads = sum(1 for ins in insns if re.match(r"^(ld|vld)", ins[1]))
+            widen = sum(1 for ins in insns if is_widen(ins[1], ins[2]))
+            lines = [clean(mn, ops) for _, mn, ops in insns if not BRANCH.match(mn)]
+            cells = []
+            for cpu in CPUS:
+                c = mca(lines, triple, cpu)
+                if c is None or not peak[cpu]:
+                    cells.append("n/a")
+                    continue
+                f = len(fmas) / c
+                cells.append(f"{c:.1f}, {f:.2f}, {100 * f / peak[cpu]:.0f}%")
+            print(f"| {short(name)} | {len(fmas)} x{fma_lanes(fmas[0][1], fmas[0][2])} | "
+                  f"{loads} | {widen} | " + " | ".join(cells) + " |")
+            rows += 1
+    if rows == 0:
+        print("no FMA loop found", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
