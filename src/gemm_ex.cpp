@@ -151,14 +151,54 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
   return Status::ok;
 }
 
+// Few rows of a float32 A against a 16-bit B stored k x n (x W with W in_features x
+// out_features): the few-row kernels read B in place and widen it in registers, in tasks over
+// chunks of kCols columns; within a chunk, k goes in blocks of kWideKeys rows (a block of the
+// chunk's B is 16 KB, in L1 across its column pairs), C accumulating from the second block on.
+// The blocks follow from the shape, so each C element's sum order does too.
+constexpr int64_t kWideKeys = 32;
+Status few_rows_b_rows(const arch::KernelTable& t, const Problem& q) {
+  const arch::GemmKernels& g = t.gemm;
+  const int t16 = q.b.type == DType::bf16 ? 1 : 0;
+  const auto* a = static_cast<const float*>(q.a.p);
+  const auto* b = static_cast<const uint16_t*>(q.b.p);
+  const int64_t cols = 2 * g.simd_floats, chunks = (q.n + kCols - 1) / kCols;
+  detail::ForkJoin fj;
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, chunks, 1),
+        detail::task_body(fj,
+                          [&](const tbb::blocked_range<int64_t>& r) {
+                            for (int64_t ch = r.begin(); ch < r.end(); ++ch) {
+                              const int64_t j0 = ch * kCols, j1 = std::min(q.n, j0 + kCols);
+                              for (int64_t i = 0; i < q.m; i += arch::kMaxWideRows) {
+                                const int64_t rows = std::min<int64_t>(arch::kMaxWideRows, q.m - i);
+                                for (int64_t p0 = 0; p0 < q.k; p0 += kWideKeys) {
+                                  const int64_t kn = std::min(kWideKeys, q.k - p0);
+                                  const float beta = p0 == 0 ? q.beta : 1.0f;
+                                  for (int64_t j = j0; j < j1; j += cols)
+                                    g.wide16[t16][rows](kn, a + i * q.a.ld + p0, q.a.ld, 1,
+                                                        b + p0 * q.b.ld + j, q.b.ld,
+                                                        q.c + i * q.ldc + j, q.ldc,
+                                                        std::min(cols, j1 - j), q.alpha, beta);
+                                }
+                              }
+                            }
+                          }),
+        tbb::simple_partitioner());
+  });
+  fj.join();
+  return Status::ok;
+}
+
 bool takes_few_rows(const arch::KernelTable& t, const Problem& q) {
-  return q.k > 0 && q.a.type == DType::f32 && q.b.type != DType::f32 && !q.ta && q.tb &&
-         q.m <= 2 * t.gemm.dot_rows;
+  return q.k > 0 && q.a.type == DType::f32 && q.b.type != DType::f32 && !q.ta &&
+         q.m <= (q.tb ? 2 * t.gemm.dot_rows : arch::kMaxWideRows);
 }
 
 Status run(const arch::KernelTable& t, const Problem& q) {
   if (q.m == 0 || q.n == 0) return Status::ok;
-  if (takes_few_rows(t, q)) return few_rows(t, q);
+  if (takes_few_rows(t, q)) return q.tb ? few_rows(t, q) : few_rows_b_rows(t, q);
   if (q.k == 0) {  // C = beta C: the float32 path's rule (beta = 0 never reads C)
     detail::GemmProblem p = block(q, 0, q.m, 0, q.n, 0, 0, nullptr, nullptr);
     return detail::gemm_run(t.gemm, p);

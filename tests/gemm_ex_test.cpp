@@ -64,6 +64,26 @@ TEST_P(GemmEx, AcrossWideningBlocks) {
     }
 }
 
+// Few float32 rows against 16-bit weights either way round (x W and x W^T: the kernels that
+// widen B in registers), over several column chunks and k blocks.
+TEST_P(GemmEx, FewRowsAgainstSixteenBitWeights) {
+  int combo = 0;
+  for (Transpose tb : kTrans)
+    for (DType bt : {DType::f16, DType::bf16})
+      for (int64_t m : {1, 4, 5}) {
+        GemmTester()
+            .m(m)
+            .n(700)
+            .k(100)
+            .tb(tb)
+            .types(DType::f32, bt)
+            .cycle(combo)
+            .test(uint32_t(combo));
+        ++combo;
+        if (HasFatalFailure()) return;
+      }
+}
+
 TEST(GemmExApi, RejectsBadTypesAndWritesNothing) {
   std::vector<uint16_t> a(64), b(64);
   std::vector<float> c(64, 7.0f);
