@@ -105,7 +105,7 @@ size_t task_floats(const arch::GemmKernels& kt, const Problem& q, size_t& a_floa
         const int64_t mw = std::min(kRows, q.m - i0), nw = std::min(kCols, q.n - j0);
         const int64_t kw = std::min(kDepth, q.k - p0);
         // Any non-null address of the right line offset stands for the scratch blocks.
-        static const float kLine[16] alignas(64) = {};
+        alignas(64) static const float kLine[16] = {};
         const detail::GemmProblem p =
             block(q, i0, mw, j0, nw, p0, kw, wa ? kLine : nullptr, wb ? kLine : nullptr);
         plan =
