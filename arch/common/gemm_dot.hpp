@@ -49,6 +49,35 @@ TESSERA_ALWAYS_INLINE void store_sums(xsimd::batch<float, Arch> sums, float* c, 
   r.store_unaligned(c);
 }
 
+// The R x NJ accumulators of a dot tile reduced to sums, each continued by tail(i, j, sum)
+// (the scalar k steps past the last whole vector, added in order), stored as C = alpha sum + beta C
+// (beta = 0 never reads C). Reduced W at a time by lanes::transpose_sum (about 4 operations per
+// sum; a horizontal sum each cost about 8 on AVX-512, as many vector operations as the 4 x 4 tile's
+// FMAs at k = 128), padded with zeros to a whole group.
+template <class Arch, int R, int NJ, class Tail>
+TESSERA_ALWAYS_INLINE void dot_tile_store(const xsimd::batch<float, Arch> (&acc)[R][NJ],
+                                          Tail&& tail, float* c, int64_t ldc, float alpha,
+                                          float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int W = static_cast<int>(B::size);
+  constexpr int N = R * NJ, G = (N + W - 1) / W;
+  alignas(64) float sums[G * W];
+  for (int g = 0; g < G; ++g) {
+    B v[W];
+    for (int l = 0; l < W; ++l) {
+      const int e = g * W + l;
+      v[l] = e < N ? acc[e / NJ][e % NJ] : B(0.0f);
+    }
+    lanes::transpose_sum<Arch>(v).store_aligned(sums + g * W);
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < NJ; ++j) {
+      const float sum = tail(i, j, sums[i * NJ + j]);
+      float& dst = c[i * ldc + j];
+      dst = beta != 0.0f ? alpha * sum + beta * dst : alpha * sum;
+    }
+}
+
 // The body of gemm_dot_nt; K > 0: k is K, known at compile time (its steps unrolled, as in
 // gemm_dot_nt_row_k: GQA 32/8 decode at d = 128, 4 rows, AVX-512, interleaved medians of two
 // sets, 1 thread 62.7 -> 66.0 and 49.6 -> 52.9 GFLOP/s, 2 threads 79.1 -> 83.0).
@@ -77,26 +106,13 @@ TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t l
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < NJ; ++j) acc[i][j] = fmadd(av[i], bv[j], acc[i][j]);
   }
-  // The R NJ accumulators reduced W at a time by lanes::transpose_sum (about 4 operations per
-  // sum; a horizontal sum each cost about 8 on AVX-512, as many vector operations as the 4 x 4
-  // tile's FMAs at k = 128), padded with zeros to a whole group.
-  constexpr int N = R * NJ, G = (N + static_cast<int>(W) - 1) / static_cast<int>(W);
-  alignas(64) float sums[G * W];
-  for (int g = 0; g < G; ++g) {
-    B v[W];
-    for (int l = 0; l < static_cast<int>(W); ++l) {
-      const int e = g * static_cast<int>(W) + l;
-      v[l] = e < N ? acc[e / NJ][e % NJ] : B(0.0f);
-    }
-    lanes::transpose_sum<Arch>(v).store_aligned(sums + g * W);
-  }
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < NJ; ++j) {
-      float sum = sums[i * NJ + j];
-      for (int64_t q = p; q < k; ++q) sum += a[i * lda + q] * b[j * ldb + q];
-      float& dst = c[i * ldc + j];
-      dst = beta != 0.0f ? alpha * sum + beta * dst : alpha * sum;
-    }
+  dot_tile_store<Arch, R, NJ>(
+      acc,
+      [&](int i, int j, float t) {
+        for (int64_t q = p; q < k; ++q) t += a[i * lda + q] * b[j * ldb + q];
+        return t;
+      },
+      c, ldc, alpha, beta);
 }
 
 template <class Arch, int R, int NJ, int K>

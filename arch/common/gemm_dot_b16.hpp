@@ -81,24 +81,13 @@ void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, 
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < NJ; ++j) acc[i][j] = fmadd(av[i], bv[j], acc[i][j]);
   }
-  // Reduced W accumulators at a time by lanes::transpose_sum, as gemm_dot_nt.
-  constexpr int N = R * NJ, G = (N + static_cast<int>(W) - 1) / static_cast<int>(W);
-  alignas(64) float sums[G * W];
-  for (int g = 0; g < G; ++g) {
-    B v[W];
-    for (int l = 0; l < static_cast<int>(W); ++l) {
-      const int e = g * static_cast<int>(W) + l;
-      v[l] = e < N ? acc[e / NJ][e % NJ] : B(0.0f);
-    }
-    lanes::transpose_sum<Arch>(v).store_aligned(sums + g * W);
-  }
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < NJ; ++j) {
-      float sum = sums[i * NJ + j];
-      for (int64_t q = p; q < k; ++q) sum += a[i * lda + q] * Widen::scalar(b[j * ldb + q]);
-      float& dst = c[i * ldc + j];
-      dst = beta != 0.0f ? alpha * sum + beta * dst : alpha * sum;
-    }
+  dot_tile_store<Arch, R, NJ>(
+      acc,
+      [&](int i, int j, float t) {
+        for (int64_t q = p; q < k; ++q) t += a[i * lda + q] * Widen::scalar(b[j * ldb + q]);
+        return t;
+      },
+      c, ldc, alpha, beta);
 }
 
 // C[0:R, 0:nr] = alpha A B + beta C for B stored in 16 bits, rows ldb elements apart, read in
