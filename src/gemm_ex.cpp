@@ -114,80 +114,63 @@ size_t task_floats(const arch::GemmKernels& kt, const Problem& q, size_t& a_floa
   return a_floats + b_floats + line_floats(plan);
 }
 
-// Few rows of a float32 A against a 16-bit B^T (a Linear layer's weight rows: the decode
-// product): the dot kernels read B in place and widen it in registers, in tasks over chunks of
-// kCols columns. Each C element is one kernel call's, whatever the thread count.
+// Runs chunk(j0, j1) for the chunks of kCols columns of C, a task each.
+template <class Chunk>
+void over_column_chunks(int64_t n, const Chunk& chunk) {
+  detail::ForkJoin fj;
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, (n + kCols - 1) / kCols, 1),
+                      detail::task_body(fj,
+                                        [&](const tbb::blocked_range<int64_t>& r) {
+                                          for (int64_t ch = r.begin(); ch < r.end(); ++ch)
+                                            chunk(ch * kCols, std::min(n, (ch + 1) * kCols));
+                                        }),
+                      tbb::simple_partitioner());
+  });
+  fj.join();
+}
+
+// Few rows of a float32 A against a 16-bit B: the few-row kernels read B in place and widen it
+// in registers, in tasks over column chunks. B^T (a Linear layer's weight rows: the decode
+// product) takes the dot kernels, each C element one call's. B stored k x n (x W with W
+// in_features x out_features) takes wide16 with k in blocks of kWideKeys rows (a block of the
+// chunk's B is 16 KB, in L1 across its column pairs), C accumulating from the second block on.
+// Chunks and blocks follow from the shape, so each C element's sum order does too.
+constexpr int64_t kWideKeys = 32;
 Status few_rows(const arch::KernelTable& t, const Problem& q) {
   const arch::GemmKernels& g = t.gemm;
   const int t16 = q.b.type == DType::bf16 ? 1 : 0;
   const auto* a = static_cast<const float*>(q.a.p);
   const auto* b = static_cast<const uint16_t*>(q.b.p);
-  const int64_t R = g.dot_rows, chunks = (q.n + kCols - 1) / kCols;
-  detail::ForkJoin fj;
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, chunks, 1),
-        detail::task_body(fj,
-                          [&](const tbb::blocked_range<int64_t>& r) {
-                            for (int64_t ch = r.begin(); ch < r.end(); ++ch) {
-                              const int64_t j0 = ch * kCols, j1 = std::min(q.n, j0 + kCols);
-                              for (int64_t i = 0; i < q.m; i += R) {
-                                const int64_t rows = std::min(R, q.m - i), J = g.dot_cols[rows];
-                                const float* ai = a + i * q.a.ld;
-                                float* ci = q.c + i * q.ldc;
-                                int64_t j = j0;
-                                for (; j + J <= j1; j += J)
-                                  g.dot16[t16][rows](q.k, ai, q.a.ld, b + j * q.b.ld, q.b.ld,
-                                                     ci + j, q.ldc, q.alpha, q.beta);
-                                for (; j < j1; ++j)
-                                  g.dot16_1[t16][rows](q.k, ai, q.a.ld, b + j * q.b.ld, q.b.ld,
-                                                       ci + j, q.ldc, q.alpha, q.beta);
-                              }
-                            }
-                          }),
-        tbb::simple_partitioner());
+  const int64_t lda = q.a.ld, ldb = q.b.ld, ldc = q.ldc;
+  if (q.tb) {
+    over_column_chunks(q.n, [&](int64_t j0, int64_t j1) {
+      for (int64_t i = 0; i < q.m; i += g.dot_rows) {
+        const int64_t rows = std::min<int64_t>(g.dot_rows, q.m - i), J = g.dot_cols[rows];
+        const float* ai = a + i * lda;
+        float* ci = q.c + i * ldc;
+        int64_t j = j0;
+        for (; j + J <= j1; j += J)
+          g.dot16[t16][rows](q.k, ai, lda, b + j * ldb, ldb, ci + j, ldc, q.alpha, q.beta);
+        for (; j < j1; ++j)
+          g.dot16_1[t16][rows](q.k, ai, lda, b + j * ldb, ldb, ci + j, ldc, q.alpha, q.beta);
+      }
+    });
+    return Status::ok;
+  }
+  const int64_t cols = 2 * g.simd_floats;
+  over_column_chunks(q.n, [&](int64_t j0, int64_t j1) {
+    for (int64_t i = 0; i < q.m; i += arch::kMaxWideRows) {
+      const int64_t rows = std::min<int64_t>(arch::kMaxWideRows, q.m - i);
+      for (int64_t p0 = 0; p0 < q.k; p0 += kWideKeys) {
+        const int64_t kn = std::min(kWideKeys, q.k - p0);
+        const float beta = p0 == 0 ? q.beta : 1.0f;
+        for (int64_t j = j0; j < j1; j += cols)
+          g.wide16[t16][rows](kn, a + i * lda + p0, lda, 1, b + p0 * ldb + j, ldb,
+                              q.c + i * ldc + j, ldc, std::min(cols, j1 - j), q.alpha, beta);
+      }
+    }
   });
-  fj.join();
-  return Status::ok;
-}
-
-// Few rows of a float32 A against a 16-bit B stored k x n (x W with W in_features x
-// out_features): the few-row kernels read B in place and widen it in registers, in tasks over
-// chunks of kCols columns; within a chunk, k goes in blocks of kWideKeys rows (a block of the
-// chunk's B is 16 KB, in L1 across its column pairs), C accumulating from the second block on.
-// The blocks follow from the shape, so each C element's sum order does too.
-constexpr int64_t kWideKeys = 32;
-Status few_rows_b_rows(const arch::KernelTable& t, const Problem& q) {
-  const arch::GemmKernels& g = t.gemm;
-  const int t16 = q.b.type == DType::bf16 ? 1 : 0;
-  const auto* a = static_cast<const float*>(q.a.p);
-  const auto* b = static_cast<const uint16_t*>(q.b.p);
-  const int64_t cols = 2 * g.simd_floats, chunks = (q.n + kCols - 1) / kCols;
-  detail::ForkJoin fj;
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, chunks, 1),
-        detail::task_body(fj,
-                          [&](const tbb::blocked_range<int64_t>& r) {
-                            for (int64_t ch = r.begin(); ch < r.end(); ++ch) {
-                              const int64_t j0 = ch * kCols, j1 = std::min(q.n, j0 + kCols);
-                              for (int64_t i = 0; i < q.m; i += arch::kMaxWideRows) {
-                                const int64_t rows = std::min<int64_t>(arch::kMaxWideRows, q.m - i);
-                                for (int64_t p0 = 0; p0 < q.k; p0 += kWideKeys) {
-                                  const int64_t kn = std::min(kWideKeys, q.k - p0);
-                                  const float beta = p0 == 0 ? q.beta : 1.0f;
-                                  for (int64_t j = j0; j < j1; j += cols)
-                                    g.wide16[t16][rows](kn, a + i * q.a.ld + p0, q.a.ld, 1,
-                                                        b + p0 * q.b.ld + j, q.b.ld,
-                                                        q.c + i * q.ldc + j, q.ldc,
-                                                        std::min(cols, j1 - j), q.alpha, beta);
-                                }
-                              }
-                            }
-                          }),
-        tbb::simple_partitioner());
-  });
-  fj.join();
   return Status::ok;
 }
 
@@ -198,7 +181,7 @@ bool takes_few_rows(const arch::KernelTable& t, const Problem& q) {
 
 Status run(const arch::KernelTable& t, const Problem& q) {
   if (q.m == 0 || q.n == 0) return Status::ok;
-  if (takes_few_rows(t, q)) return q.tb ? few_rows(t, q) : few_rows_b_rows(t, q);
+  if (takes_few_rows(t, q)) return few_rows(t, q);
   if (q.k == 0) {  // C = beta C: the float32 path's rule (beta = 0 never reads C)
     detail::GemmProblem p = block(q, 0, q.m, 0, q.n, 0, 0, nullptr, nullptr);
     return detail::gemm_run(t.gemm, p);
