@@ -141,28 +141,12 @@ void test_strided(const KernelRow& row, int64_t w) {
       }
 }
 
-void test_dot(const KernelRow& row) {
-  const auto fn = reinterpret_cast<arch::GemmDotFn>(row.fn);
-  int combo = 0;
-  for (int64_t k :
-       {int64_t(0), int64_t(1), int64_t(5), int64_t(17), int64_t(64), int64_t(128), int64_t(257)}) {
-    const Scalars s = kScalars[combo++ % 3];
-    const int64_t lda = k + 2, ldb = k + 1;
-    const auto a = data(size_t(row.rows * lda + 1), uint32_t(combo));
-    const auto b = data(size_t(row.cols * ldb + 1), uint32_t(combo + 100));
-    check(
-        row, {row.rows, row.cols, k, row.cols + 3, s},
-        [&](int64_t i, int64_t p) { return a[size_t(i * lda + p)]; },
-        [&](int64_t p, int64_t j) { return b[size_t(j * ldb + p)]; },
-        [&](float* c) { fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta); },
-        "dot");
-  }
-}
-
-// B stored in 16 bits (f16 or bf16): the same lattice, against the double sum of the widened B
-// (the reference conversions). The B values span magnitudes, with f16 subnormals among them.
-void test_dot16(const KernelRow& row, bool bf16) {
-  const auto fn = reinterpret_cast<arch::GemmDot16Fn>(row.fn);
+// B stored as Elem (float, or f16/bf16 widened by `widen`), rows ldb apart: k over the lattice,
+// against the double sum of the widened B. 16-bit B values span magnitudes, with f16
+// subnormals every 7th.
+template <class Fn, class Elem, class Narrow, class Widen>
+void test_dot_of(const KernelRow& row, const char* what, Narrow narrow, Widen widen) {
+  const auto fn = reinterpret_cast<Fn>(row.fn);
   int combo = 0;
   for (int64_t k :
        {int64_t(0), int64_t(1), int64_t(5), int64_t(17), int64_t(64), int64_t(128), int64_t(257)}) {
@@ -170,21 +154,29 @@ void test_dot16(const KernelRow& row, bool bf16) {
     const int64_t lda = k + 2, ldb = k + 1;
     const auto a = data(size_t(row.rows * lda + 1), uint32_t(combo));
     const auto f = data(size_t(row.cols * ldb + 1), uint32_t(combo + 100));
-    std::vector<uint16_t> b;
-    for (size_t i = 0; i < f.size(); ++i) {
-      const float x = f[i] * (i % 7 == 3 ? 1e-6f : 1.0f);  // f16 subnormals every 7th
-      b.push_back(bf16 ? tessera::reference::f32_to_bf16(x) : tessera::reference::f32_to_f16(x));
-    }
-    auto widen = [&](uint16_t h) {
-      return bf16 ? tessera::reference::bf16_to_f32(h) : tessera::reference::f16_to_f32(h);
-    };
+    std::vector<Elem> b;
+    for (size_t i = 0; i < f.size(); ++i)
+      b.push_back(narrow(f[i] * (sizeof(Elem) == 2 && i % 7 == 3 ? 1e-6f : 1.0f)));
     check(
         row, {row.rows, row.cols, k, row.cols + 3, s},
         [&](int64_t i, int64_t p) { return a[size_t(i * lda + p)]; },
         [&](int64_t p, int64_t j) { return widen(b[size_t(j * ldb + p)]); },
         [&](float* c) { fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta); },
-        "dot16");
+        what);
   }
+}
+
+void test_dot(const KernelRow& row) {
+  const auto same = [](float x) { return x; };
+  test_dot_of<arch::GemmDotFn, float>(row, "dot", same, same);
+}
+
+void test_dot16(const KernelRow& row, bool bf16) {
+  namespace ref = tessera::reference;
+  if (bf16)
+    test_dot_of<arch::GemmDot16Fn, uint16_t>(row, "dot16", ref::f32_to_bf16, ref::bf16_to_f32);
+  else
+    test_dot_of<arch::GemmDot16Fn, uint16_t>(row, "dot16", ref::f32_to_f16, ref::f16_to_f32);
 }
 
 // Few rows against a 16-bit B read in place: k over the lattice, every column count up to the
