@@ -128,14 +128,9 @@ void register_plus_inf_pair() {
         t.desc.bias_stride[3] = 1;  // one row of bias for every query
         auto slice = [&](const std::vector<float>& bias) {
           t.desc.bias = bias.data();
-          const auto start = std::chrono::steady_clock::now();
-          int calls = 0;
-          do {
-            tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data());
-            ++calls;
-          } while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(10));
-          return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                 calls;
+          return seconds_per_call(
+              [&] { tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data()); },
+              10);
         };
         std::vector<double> ratios, plain, with_inf;
         run_in_arena(state, 1, [&] {
@@ -146,10 +141,6 @@ void register_plus_inf_pair() {
             ratios.push_back(with_inf.back() / plain.back());
           }
         });
-        auto median = [](std::vector<double> v) {
-          std::sort(v.begin(), v.end());
-          return v[v.size() / 2];
-        };
         state.counters["ratio"] = median(ratios);
         state.counters["plain_us"] = median(plain) * 1e6;
         state.counters["inf_us"] = median(with_inf) * 1e6;

@@ -80,16 +80,7 @@ void register_pair(int64_t kv, tessera_dtype type, int threads) {
       name_of("decode-kv-type-pair", kv, std::string(type_name(type)) + "-vs-f32", threads).c_str(),
       [kv, type, threads](benchmark::State& state) {
         Decode f32(kv, TESSERA_F32), half(kv, type);
-        auto slice = [](Decode& p) {
-          const auto start = std::chrono::steady_clock::now();
-          int calls = 0;
-          do {
-            p.run();
-            ++calls;
-          } while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(15));
-          return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                 calls;
-        };
+        auto slice = [](Decode& p) { return seconds_per_call([&] { p.run(); }, 15); };
         std::vector<double> speedups, t32, t16;
         run_in_arena(state, threads, [&] {
           for (int pair = 0; pair < 15; ++pair) {
@@ -101,10 +92,6 @@ void register_pair(int64_t kv, tessera_dtype type, int threads) {
             speedups.push_back(t32.back() / t16.back());
           }
         });
-        auto median = [](std::vector<double> v) {
-          std::sort(v.begin(), v.end());
-          return v[v.size() / 2];
-        };
         state.counters["speedup"] = median(speedups);
         state.counters["f32_us"] = median(t32) * 1e6;
         state.counters["half_us"] = median(t16) * 1e6;

@@ -185,10 +185,6 @@ void register_pair(const Shape& s, const GemmPeer& peer) {
           peer_rate.push_back(ours_first ? second : first);
           ratio.push_back(ours_rate.back() / peer_rate.back());
         }
-        auto median = [](std::vector<double> v) {
-          std::sort(v.begin(), v.end());
-          return v.empty() ? 0.0 : v[v.size() / 2];
-        };
         state.counters["ratio"] = median(ratio);
         state.counters["tessera_GFLOP/s"] = median(ours_rate) / 1e9;
         state.counters["peer_GFLOP/s"] = median(peer_rate) / 1e9;

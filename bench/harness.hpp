@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,6 +33,25 @@ void run_in_arena(benchmark::State& state, int threads, F&& body) {
 }
 
 // Rates: flops and bytes per iteration become per-second counters (decimal units).
+// The median of v (the upper one for an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Seconds per call of f, calling it for at least `ms` milliseconds: one slice of an alternated
+// pair measurement.
+template <class F>
+double seconds_per_call(F&& f, int ms) {
+  const auto start = std::chrono::steady_clock::now();
+  int calls = 0;
+  do {
+    f();
+    ++calls;
+  } while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(ms));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
+}
+
 inline void set_rates(benchmark::State& state, double flops, double bytes) {
   if (flops > 0)
     state.counters["FLOP/s"] = benchmark::Counter(
