@@ -109,6 +109,10 @@ void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const 
   if (nr == NV * W) {  // whole vectors: the loop with no branch, accumulators in registers
     for (; p < k; ++p) {
       const uint16_t* row = b + p * ldb;
+      // The same columns k rows on (the caller's next block of keys; a prefetch past the array
+      // does not fault): column strips of rows ldb apart are a pattern the hardware prefetcher
+      // misses, and this loop waited on memory for most of its time.
+      __builtin_prefetch(row + k * ldb, 0, 3);
       B bv[NV];
       for (int v = 0; v < NV; ++v) bv[v] = Widen::load(row + v * W);
       for (int i = 0; i < R; ++i) {
