@@ -116,7 +116,10 @@ struct GemmKernels {
   GemmDotFn dot1[kMaxDotRows + 1];  // [r]: r x 1
   GemmDotFn dot_stream;      // as dot[1], B rows visited in order: a B streamed once from memory
   GemmDotRunFn dot_row_run;  // as dot[1] over n columns, n a multiple of dot_cols[1]
-  // [t][r]: as dot[r] and dot1[r] with B in 16 bits, t = 0 for f16, 1 for bf16.
+  // [t][r]: as dot[r] and dot1[r] with B in 16 bits, t = 0 for f16, 1 for bf16: r = 1..dot16_rows,
+  // r x dot16_cols[r].
+  int dot16_rows;
+  int dot16_cols[kMaxDotRows + 1];
   GemmDot16Fn dot16[2][kMaxDotRows + 1];
   GemmDot16Fn dot16_1[2][kMaxDotRows + 1];
   // [t][r]: r <= kMaxWideRows rows of A against a 16-bit B read in place, up to 2 vectors of

@@ -230,21 +230,22 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       // A 16-bit block is widened into L1 just before its products, which then read it there
       // rather than from L2 (a widened tile is 128 KB at d = 128). A float32 block is read in
       // place, the row groups after the first finding it in L1.
-      const int64_t R = gk.dot_rows;
+      const bool k16 = d.k_type != TESSERA_F32;
+      const int64_t R = k16 ? gk.dot16_rows : gk.dot_rows;
+      const int* cols = k16 ? gk.dot16_cols : gk.dot_cols;
       int64_t unit = 1;
-      for (int64_t r = 1; r <= std::min(R, rows); ++r)
-        unit = std::lcm(unit, int64_t(gk.dot_cols[r]));
+      for (int64_t r = 1; r <= std::min(R, rows); ++r) unit = std::lcm(unit, int64_t(cols[r]));
       const int64_t block = std::max<int64_t>(1, kDecodeKeys / unit) * unit;
       for (int64_t jb = 0; jb < n; jb += block) {
         const int64_t nb = std::min(block, n - jb);
-        if (d.k_type != TESSERA_F32) {
+        if (k16) {
           // 16-bit K: the dot kernels widen it in registers as they read it, in place.
           const int t16 = d.k_type == TESSERA_BF16 ? 1 : 0;
           // cppcheck-suppress invalidPointerCast
           const auto* kblock = reinterpret_cast<const uint16_t*>(krows.row(j0 + jb));
           const int64_t ldk = krows.ld;
           for (int64_t i = 0; i < rows; i += R) {
-            const int64_t r = std::min(R, rows - i), J = gk.dot_cols[r];
+            const int64_t r = std::min(R, rows - i), J = cols[r];
             float* srow = st.s + i * kBK + jb;
             int64_t j = 0;
             for (; j + J <= nb; j += J)

@@ -145,8 +145,8 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
   const int64_t lda = q.a.ld, ldb = q.b.ld, ldc = q.ldc;
   if (q.tb) {
     over_column_chunks(q.n, [&](int64_t j0, int64_t j1) {
-      for (int64_t i = 0; i < q.m; i += g.dot_rows) {
-        const int64_t rows = std::min<int64_t>(g.dot_rows, q.m - i), J = g.dot_cols[rows];
+      for (int64_t i = 0; i < q.m; i += g.dot16_rows) {
+        const int64_t rows = std::min<int64_t>(g.dot16_rows, q.m - i), J = g.dot16_cols[rows];
         const float* ai = a + i * lda;
         float* ci = q.c + i * ldc;
         int64_t j = j0;
@@ -176,7 +176,7 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
 
 bool takes_few_rows(const arch::KernelTable& t, const Problem& q) {
   return q.k > 0 && q.a.type == DType::f32 && q.b.type != DType::f32 && !q.ta &&
-         q.m <= (q.tb ? 2 * t.gemm.dot_rows : arch::kMaxWideRows);
+         q.m <= (q.tb ? 2 * t.gemm.dot16_rows : arch::kMaxWideRows);
 }
 
 Status run(const arch::KernelTable& t, const Problem& q) {

@@ -84,8 +84,8 @@ struct Adder {
     for (int t16 = 0; t16 < 2; ++t16) {
       const KernelFamily f = t16 ? KernelFamily::gemm_dot_b_bf16 : KernelFamily::gemm_dot_b_f16;
       const char* what = t16 ? "gemm_dot_b_bf16" : "gemm_dot_b_f16";
-      for (int r = 1; r <= g.dot_rows; ++r) {
-        add(f, what, r, g.dot_cols[r], 0, 0, reinterpret_cast<const void*>(g.dot16[t16][r]));
+      for (int r = 1; r <= g.dot16_rows; ++r) {
+        add(f, what, r, g.dot16_cols[r], 0, 0, reinterpret_cast<const void*>(g.dot16[t16][r]));
         add(f, what, r, 1, 0, 0, reinterpret_cast<const void*>(g.dot16_1[t16][r]));
       }
       for (int r = 1; r <= arch::kMaxWideRows; ++r)

@@ -13,8 +13,7 @@ const KernelTable& neon64_table() {
         make_table<xsimd::neon64, kNeon64Gemm,
                    Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64");
     t.convert = make_convert_kernels<Neon64HalfLanes>();
-    fill_dot16<xsimd::neon64, kNeon64Gemm.dot_rows, kNeon64Gemm.dot_cols, Neon64F16Widen,
-               Neon64Bf16Widen>(t.gemm, std::make_integer_sequence<int, kNeon64Gemm.dot_rows>());
+    fill_dot16<xsimd::neon64, kNeon64Gemm, Neon64F16Widen, Neon64Bf16Widen>(t.gemm);
     return t;
   }();
   return table;

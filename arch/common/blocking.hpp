@@ -32,7 +32,18 @@ struct GemmBlocking {
   // on x86, whose FMAs take a broadcast the registers do not hold as a memory operand; wide_acc
   // on NEON, where it would be a spill.
   int stream_bcast = 0;
+  // The dot kernels with B in 16 bits (gemm_dot_b16.hpp), where they differ from dot_rows x
+  // dot_cols (0: the same): every B vector is widened once per call, so more rows per call widen
+  // each B element fewer times.
+  int dot16_rows = 0, dot16_cols = 0;
 };
+
+constexpr int dot16_rows_of(const GemmBlocking& g) {
+  return g.dot16_rows ? g.dot16_rows : g.dot_rows;
+}
+constexpr int dot16_cols_of(const GemmBlocking& g) {
+  return g.dot16_cols ? g.dot16_cols : g.dot_cols;
+}
 
 // AVX-512 (Skylake-SP .. Emerald Rapids: 32 zmm, L1d 32-48 KB, L2 1-2 MB per core).
 //   14 x 32: 28 accumulators + 2 B vectors + 1 broadcast = 31 zmm.
@@ -104,7 +115,10 @@ inline constexpr GemmBlocking kAvx512DeepGemm{6, 4, 1024, 168, 4096, 4, 4, 24, 8
 //   where it is not); as on AVX-512, fewer passes over C: 1024^3 on 1 thread (TESSERA_ISA=avx2
 //   on this AVX-512 machine) 73 GFLOP/s with KC 256, 80 with KC 512 (85% of the AVX2 peak).
 //   MC 144 (24 panels): 144 x 512 x 4 B = 288 KB, within a 1 MB L2 (just over a 256 KB one).
-inline constexpr GemmBlocking kAvx2Gemm{6, 2, 512, 144, 4096, 2, 4, 12, 8, 0, 0, 24};
+//   16-bit dot tile 4 x 2: 8 accumulators + 4 A + 2 widened B = 14 ymm. The float32 2 x 4 tile
+//   would widen each B vector twice for decode's 4 query rows per K/V head (vcvtph2ps is two
+//   uops on Zen and Intel); 4 x 2 widens it once.
+inline constexpr GemmBlocking kAvx2Gemm{6, 2, 512, 144, 4096, 2, 4, 12, 8, 0, 0, 24, 4, 2};
 
 // SSE2 (no FMA: multiply then add, one temporary): 16 xmm.
 //   4 x 8: 8 accumulators + 2 B + 1 broadcast + 1 product = 12 xmm.

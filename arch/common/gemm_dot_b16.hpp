@@ -161,16 +161,25 @@ void fill_wide16(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.wide16[1][R + 1] = &gemm_wide_b16<Arch, Bf16Widen, R + 1>), ...);
 }
 
-// The table's 16-bit dot kernels ([0] f16, [1] bf16): r x dot_cols[r] (one row: W columns) and
-// r x 1, r = 1..dot_rows.
-template <class Arch, int DotRows, int DotCols, class F16Widen, class Bf16Widen, int... R>
-void fill_dot16(GemmKernels& k, std::integer_sequence<int, R...>) {
+template <class Arch, int Cols, class F16Widen, class Bf16Widen, int... R>
+void fill_dot16_rows(GemmKernels& k, std::integer_sequence<int, R...>) {
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
-  static_assert(sizeof...(R) == DotRows, "a kernel per row count");
-  ((k.dot16[0][R + 1] = &gemm_dot_nt_b16 < Arch, F16Widen, R + 1, R == 0 ? W : DotCols >), ...);
-  ((k.dot16[1][R + 1] = &gemm_dot_nt_b16 < Arch, Bf16Widen, R + 1, R == 0 ? W : DotCols >), ...);
+  ((k.dot16[0][R + 1] = &gemm_dot_nt_b16 < Arch, F16Widen, R + 1, R == 0 ? W : Cols >), ...);
+  ((k.dot16[1][R + 1] = &gemm_dot_nt_b16 < Arch, Bf16Widen, R + 1, R == 0 ? W : Cols >), ...);
   ((k.dot16_1[0][R + 1] = &gemm_dot_nt_b16<Arch, F16Widen, R + 1, 1>), ...);
   ((k.dot16_1[1][R + 1] = &gemm_dot_nt_b16<Arch, Bf16Widen, R + 1, 1>), ...);
+  ((k.dot16_cols[R + 1] = R == 0 ? W : Cols), ...);
+}
+
+// The table's 16-bit kernels ([0] f16, [1] bf16): the dot kernels r x dot16_cols[r] (one row: W
+// columns) and r x 1, r = 1..dot16_rows (blocking.hpp), and the wide kernels.
+template <class Arch, const GemmBlocking& G, class F16Widen, class Bf16Widen>
+void fill_dot16(GemmKernels& k) {
+  constexpr int rows = dot16_rows_of(G);
+  static_assert(rows <= kMaxDotRows, "16-bit dot tile exceeds the table");
+  k.dot16_rows = rows;
+  fill_dot16_rows<Arch, dot16_cols_of(G), F16Widen, Bf16Widen>(
+      k, std::make_integer_sequence<int, rows>());
   fill_wide16<Arch, F16Widen, Bf16Widen>(k, std::make_integer_sequence<int, kMaxWideRows>());
 }
 

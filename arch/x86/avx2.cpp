@@ -10,8 +10,7 @@ const KernelTable& avx2_table() {
   static const KernelTable table = [] {
     KernelTable t = make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm>("avx2");
     t.convert = make_convert_kernels<F16cLanes>();
-    fill_dot16<xsimd::fma3<xsimd::avx2>, kAvx2Gemm.dot_rows, kAvx2Gemm.dot_cols, Avx2F16Widen,
-               Avx2Bf16Widen>(t.gemm, std::make_integer_sequence<int, kAvx2Gemm.dot_rows>());
+    fill_dot16<xsimd::fma3<xsimd::avx2>, kAvx2Gemm, Avx2F16Widen, Avx2Bf16Widen>(t.gemm);
     return t;
   }();
   return table;

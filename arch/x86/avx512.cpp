@@ -12,8 +12,7 @@ const KernelTable& avx512_table() {
     KernelTable t = make_table<xsimd::avx512f, kAvx512Gemm>("avx512");
     t.gemm.deep = &deep;
     t.convert = make_convert_kernels<Avx512HalfLanes>();
-    fill_dot16<xsimd::avx512f, kAvx512Gemm.dot_rows, kAvx512Gemm.dot_cols, Avx512F16Widen,
-               Avx512Bf16Widen>(t.gemm, std::make_integer_sequence<int, kAvx512Gemm.dot_rows>());
+    fill_dot16<xsimd::avx512f, kAvx512Gemm, Avx512F16Widen, Avx512Bf16Widen>(t.gemm);
     return t;
   }();
   return table;
