@@ -58,6 +58,10 @@ using GemmStridedRunFn = void (*)(const TileRun& run, int64_t kc, const float* a
 using GemmStreamFn = void (*)(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
                               int64_t ldb, float* acc, float* c, int64_t ldc, int64_t n,
                               float alpha, float beta);
+// gemm_rows_stream.hpp: as GemmStreamFn with B in 16 bits (f16 or bf16), widened as loaded.
+using GemmStream16Fn = void (*)(int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
+                                const uint16_t* b, int64_t ldb, float* acc, float* c, int64_t ldc,
+                                int64_t n, float alpha, float beta);
 // gemm_dot.hpp: C = alpha A B^T + beta C for r rows and a fixed number of columns.
 using GemmDotFn = void (*)(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                            float* c, int64_t ldc, float alpha, float beta);
@@ -125,6 +129,8 @@ struct GemmKernels {
   // [t][r]: r <= kMaxWideRows rows of A against a 16-bit B read in place, up to 2 vectors of
   // columns (fused attention's few-row P V on a 16-bit V).
   GemmStrided16Fn wide16[2][kMaxWideRows + 1];
+  // [t][r]: as rows_stream[r] with B in 16 bits (a few tokens through weights kept in 16 bits).
+  GemmStream16Fn rows_stream16[2][kMaxWideRows + 1];
   GemmPackFn pack_a;  // (trans, mc, kc, a, lda, out)
   GemmPackFn pack_b;  // (trans, kc, nc, b, ldb, out)
   // Another MR x NR tile, with its own blocking, packers and tile kernels (the fields above

@@ -1,6 +1,7 @@
 // GEMM with 16-bit operands (tessera::gemm_ex): f32 x f16, f32 x bf16 and bf16 x bf16 next to
 // Tessera's float32 sgemm and oneDNN's dnnl_gemm_bf16bf16f32, at 1024^3, the attention score
-// shape 4096 x 4096 x 64 and the decode weight shape 1 x 4096 x 128 (B^T: weights as rows), on
+// shape 4096 x 4096 x 64, the decode weight shape 1 x 4096 x 128 (B^T: weights as rows) and a
+// token through a 4096 x 4096 projection stored x W (in x out: 64 MB in float32, past L3), on
 // 1 and all threads. bytes_per_second counts A, B and C once at their stored sizes: the decode
 // row is bound by them.
 #include <string>
@@ -20,8 +21,10 @@ struct ExShape {
   int64_t m, n, k;
   bool tb;
 };
-constexpr ExShape kExShapes[] = {
-    {1024, 1024, 1024, false}, {4096, 4096, 64, true}, {1, 4096, 128, true}};
+constexpr ExShape kExShapes[] = {{1024, 1024, 1024, false},
+                                 {4096, 4096, 64, true},
+                                 {1, 4096, 128, true},
+                                 {1, 4096, 4096, false}};
 
 const char* type_name(DType t) {
   return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";

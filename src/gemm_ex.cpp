@@ -130,13 +130,15 @@ void over_column_chunks(int64_t n, const Chunk& chunk) {
   fj.join();
 }
 
-// Few rows of a float32 A against a 16-bit B: the few-row kernels read B in place and widen it
-// in registers, in tasks over column chunks. B^T (a Linear layer's weight rows: the decode
-// product) takes the dot kernels, each C element one call's. B stored k x n (x W with W
-// in_features x out_features) takes wide16 with k in blocks of kWideKeys rows (a block of the
-// chunk's B is 16 KB, in L1 across its column pairs), C accumulating from the second block on.
-// Chunks and blocks follow from the shape, so each C element's sum order does too.
-constexpr int64_t kWideKeys = 32;
+// Few rows of a float32 A against a 16-bit B: kernels that read B in place and widen it in
+// registers. B^T (a Linear layer's weight rows: the decode product) takes the dot kernels in
+// tasks over column chunks, each C element one call's. B stored k x n (x W with W in_features x
+// out_features) is streamed row by row (rows_stream16) over each thread's share of the whole
+// vectors of columns: every row of B read end to end across the share, where strips of columns
+// down all of k read a few lines of every 4 KB row and the prefetchers fell behind (1 x 2048 x
+// 2048 ran at half the float32 speed that way). The columns past the last whole vector go to
+// wide16, all of k in one call. Each C element is one accumulator summing k in order, whatever
+// the split, so C is the same for any thread count.
 Status few_rows(const arch::KernelTable& t, const Problem& q) {
   const arch::GemmKernels& g = t.gemm;
   const int t16 = q.b.type == DType::bf16 ? 1 : 0;
@@ -158,18 +160,22 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
     });
     return Status::ok;
   }
-  const int64_t cols = 2 * g.simd_floats;
-  over_column_chunks(q.n, [&](int64_t j0, int64_t j1) {
-    for (int64_t i = 0; i < q.m; i += arch::kMaxWideRows) {
-      const int64_t rows = std::min<int64_t>(arch::kMaxWideRows, q.m - i);
-      for (int64_t p0 = 0; p0 < q.k; p0 += kWideKeys) {
-        const int64_t kn = std::min(kWideKeys, q.k - p0);
-        const float beta = p0 == 0 ? q.beta : 1.0f;
-        for (int64_t j = j0; j < j1; j += cols)
-          g.wide16[t16][rows](kn, a + i * lda + p0, lda, 1, b + p0 * ldb + j, ldb,
-                              q.c + i * ldc + j, ldc, std::min(cols, j1 - j), q.alpha, beta);
-      }
-    }
+  const int64_t W = g.simd_floats, vectors = q.n / W, wide = 2 * W;
+  const int64_t threads = tbb::this_task_arena::max_concurrency();
+  const int64_t share = (vectors + threads - 1) / std::max<int64_t>(1, std::min(threads, vectors));
+  detail::gemm_split::TaskScratch scratch;  // reserved before any task writes C
+  if (!scratch.reserve(line_floats(size_t(q.m * share * W)), true))
+    return detail::fail(Status::out_of_memory, "cannot allocate the sums of the streamed columns");
+  detail::gemm_split::thread_slices(vectors, true, [&](int64_t v0, int64_t v1, bool tail) {
+    scratch.with_slice([&](float* acc) {
+      if (v1 > v0)
+        g.rows_stream16[t16][q.m](q.k, a, lda, 1, b + v0 * W, ldb, acc, q.c + v0 * W, ldc,
+                                  (v1 - v0) * W, q.alpha, q.beta);
+      if (tail)
+        for (int64_t j = vectors * W; j < q.n; j += wide)
+          g.wide16[t16][q.m](q.k, a, lda, 1, b + j, ldb, q.c + j, ldc, std::min(wide, q.n - j),
+                             q.alpha, q.beta);
+    });
   });
   return Status::ok;
 }

@@ -8,12 +8,26 @@
 namespace tessera::detail {
 namespace {
 
-constexpr const char* kFamilyNames[] = {
-    "gemm_packed",         "gemm_packed_narrow", "gemm_rows_bk",          "gemm_strided",
-    "gemm_strided_narrow", "gemm_wide",          "gemm_wide_prefetching", "gemm_dot",
-    "gemm_dot_stream",     "gemm_dot_b_f16",     "gemm_dot_b_bf16",       "gemm_wide_b_f16",
-    "gemm_wide_b_bf16",    "convert_f32_f16",    "convert_f16_f32",       "convert_f32_bf16",
-    "convert_bf16_f32"};
+constexpr const char* kFamilyNames[] = {"gemm_packed",
+                                        "gemm_packed_narrow",
+                                        "gemm_rows_bk",
+                                        "gemm_strided",
+                                        "gemm_strided_narrow",
+                                        "gemm_wide",
+                                        "gemm_wide_prefetching",
+                                        "gemm_dot",
+                                        "gemm_dot_stream",
+                                        "gemm_dot_b_f16",
+                                        "gemm_dot_b_bf16",
+                                        "gemm_wide_b_f16",
+                                        "gemm_wide_b_bf16",
+                                        "gemm_rows_stream",
+                                        "gemm_rows_stream_b_f16",
+                                        "gemm_rows_stream_b_bf16",
+                                        "convert_f32_f16",
+                                        "convert_f16_f32",
+                                        "convert_f32_bf16",
+                                        "convert_bf16_f32"};
 static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
 
 struct Adder {
@@ -76,6 +90,9 @@ struct Adder {
           add(KernelFamily::gemm_wide_prefetching, "gemm_wide_prefetch_b", r, W << j, 0, 0,
               reinterpret_cast<const void*>(g.wide_prefetching[r][j]));
       }
+    for (int r = 1; r <= arch::kMaxWideRows; ++r)
+      add(KernelFamily::gemm_rows_stream, "gemm_rows_stream", r, W, 0, 0,
+          reinterpret_cast<const void*>(g.rows_stream[r]));
     for (int r = 1; r <= g.dot_rows; ++r) {
       add(KernelFamily::gemm_dot, "gemm_dot", r, g.dot_cols[r], 0, 0,
           reinterpret_cast<const void*>(g.dot[r]));
@@ -92,6 +109,10 @@ struct Adder {
         add(t16 ? KernelFamily::gemm_wide_b_bf16 : KernelFamily::gemm_wide_b_f16,
             t16 ? "gemm_wide_b_bf16" : "gemm_wide_b_f16", r, 2 * W, 0, 0,
             reinterpret_cast<const void*>(g.wide16[t16][r]));
+      for (int r = 1; r <= arch::kMaxWideRows; ++r)
+        add(t16 ? KernelFamily::gemm_rows_stream_b_bf16 : KernelFamily::gemm_rows_stream_b_f16,
+            t16 ? "gemm_rows_stream_b_bf16" : "gemm_rows_stream_b_f16", r, W, 0, 0,
+            reinterpret_cast<const void*>(g.rows_stream16[t16][r]));
     }
     add(KernelFamily::gemm_dot_stream, "gemm_dot_stream", 1, g.dot_cols[1], 0, 0,
         reinterpret_cast<const void*>(g.dot_stream));

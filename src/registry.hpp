@@ -14,23 +14,26 @@
 namespace tessera::detail {
 
 enum class KernelFamily : uint8_t {
-  gemm_packed,            // GemmPackedFn: A a packed panel (MR floats per k step), B packed
-  gemm_packed_narrow,     // GemmPackedFn: one vector of columns out of a full-width packed B
-  gemm_rows_bk,           // GemmPackedFn: A rows kAttentionBK floats apart, B packed
-  gemm_strided,           // GemmStridedFn: A through strides, B rows ldb apart
-  gemm_strided_narrow,    // GemmStridedFn: one vector of columns
-  gemm_wide,              // GemmStridedFn: few rows, 1-8 vectors of columns
-  gemm_wide_prefetching,  // GemmStridedFn: as gemm_wide, B prefetched ahead
-  gemm_dot,               // GemmDotFn: C = alpha A B^T + beta C, r x cols
-  gemm_dot_stream,        // GemmDotFn: as gemm_dot, one row, B rows in order
-  gemm_dot_b_f16,         // GemmDot16Fn: as gemm_dot with B in f16, widened in registers
-  gemm_dot_b_bf16,        // GemmDot16Fn: as gemm_dot with B in bf16
-  gemm_wide_b_f16,        // GemmStrided16Fn: few rows, up to 2 vectors, B in f16 read in place
-  gemm_wide_b_bf16,       // GemmStrided16Fn: the same with B in bf16
-  convert_f32_f16,        // ConvertKernels::f32_to_f16 (arch/common/convert.hpp)
-  convert_f16_f32,        // ConvertKernels::f16_to_f32
-  convert_f32_bf16,       // ConvertKernels::f32_to_bf16
-  convert_bf16_f32,       // ConvertKernels::bf16_to_f32
+  gemm_packed,              // GemmPackedFn: A a packed panel (MR floats per k step), B packed
+  gemm_packed_narrow,       // GemmPackedFn: one vector of columns out of a full-width packed B
+  gemm_rows_bk,             // GemmPackedFn: A rows kAttentionBK floats apart, B packed
+  gemm_strided,             // GemmStridedFn: A through strides, B rows ldb apart
+  gemm_strided_narrow,      // GemmStridedFn: one vector of columns
+  gemm_wide,                // GemmStridedFn: few rows, 1-8 vectors of columns
+  gemm_wide_prefetching,    // GemmStridedFn: as gemm_wide, B prefetched ahead
+  gemm_dot,                 // GemmDotFn: C = alpha A B^T + beta C, r x cols
+  gemm_dot_stream,          // GemmDotFn: as gemm_dot, one row, B rows in order
+  gemm_dot_b_f16,           // GemmDot16Fn: as gemm_dot with B in f16, widened in registers
+  gemm_dot_b_bf16,          // GemmDot16Fn: as gemm_dot with B in bf16
+  gemm_wide_b_f16,          // GemmStrided16Fn: few rows, up to 2 vectors, B in f16 read in place
+  gemm_wide_b_bf16,         // GemmStrided16Fn: the same with B in bf16
+  gemm_rows_stream,         // GemmStreamFn: few rows, B streamed row by row, n whole vectors
+  gemm_rows_stream_b_f16,   // GemmStream16Fn: as gemm_rows_stream with B in f16
+  gemm_rows_stream_b_bf16,  // GemmStream16Fn: the same with B in bf16
+  convert_f32_f16,          // ConvertKernels::f32_to_f16 (arch/common/convert.hpp)
+  convert_f16_f32,          // ConvertKernels::f16_to_f32
+  convert_f32_bf16,         // ConvertKernels::f32_to_bf16
+  convert_bf16_f32,         // ConvertKernels::bf16_to_f32
   count
 };
 const char* family_name(KernelFamily f);

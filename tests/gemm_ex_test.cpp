@@ -1,9 +1,15 @@
 // GEMM with 16-bit operands (tessera::gemm_ex) against the reference on the same rounded values,
 // on every kernel table: the edge lattice and the widening blocks' edges (256 rows, columns and
 // k), all four transposes, every type pair, and the argument checks.
+#include <tbb/task_arena.h>
+
 #include <array>
+#include <cstring>
+#include <vector>
 
 #include "gemm_tester.hpp"
+#include "src/dispatch.hpp"
+#include "tessera/convert.hpp"
 #include "tessera/tessera.h"
 
 using tessera::DType;
@@ -81,6 +87,41 @@ TEST_P(GemmEx, FewRowsAgainstSixteenBitWeights) {
             .test(uint32_t(combo));
         ++combo;
         if (HasFatalFailure()) return;
+      }
+}
+
+// Few rows against 16-bit weights stored k x n, streamed over each thread's share of the whole
+// vectors: fewer vectors than threads, none (n < W: the column tail alone), a tail after them;
+// k below and past the kernels' block of rows. C is the same, bit for bit, on 1 and 2 threads.
+TEST_P(GemmEx, FewRowsStreamedSameOnAnyThreadCount) {
+  const auto& kt = tessera::detail::active_table();
+  const int64_t w = kt.simd_floats;
+  int combo = 0;
+  for (DType bt : {DType::f16, DType::bf16})
+    for (int64_t m : {1, 3})
+      for (int64_t n : {w / 2 + 1, w, 3 * w + 5, 64 * w + 3}) {
+        const int64_t k = int64_t(1) + (combo * 37) % 300;
+        GemmTester().m(m).n(n).k(k).types(DType::f32, bt).cycle(combo).test(uint32_t(combo));
+        if (HasFatalFailure()) return;
+        const auto a = tt::random_vec(size_t(m * k), 3);
+        const auto f = tt::random_vec(size_t(k * n), 4);
+        std::vector<uint16_t> b(f.size());
+        ASSERT_EQ(tessera::convert(DType::f32, bt, int64_t(f.size()), f.data(), b.data()),
+                  tessera::Status::ok);
+        std::vector<float> c[2];
+        for (int threads : {1, 2}) {
+          auto& out = c[threads - 1];
+          out.assign(size_t(m * n), 0.0f);
+          tbb::task_arena(threads).execute([&] {
+            ASSERT_EQ(
+                tessera::gemm_ex(Transpose::no_trans, Transpose::no_trans, m, n, k, 1.0f,
+                                 DType::f32, a.data(), k, bt, b.data(), n, 0.0f, out.data(), n),
+                tessera::Status::ok);
+          });
+        }
+        EXPECT_EQ(std::memcmp(c[0].data(), c[1].data(), c[0].size() * sizeof(float)), 0)
+            << m << "x" << n << "x" << k;
+        ++combo;
       }
 }
 

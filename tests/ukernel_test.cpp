@@ -210,6 +210,52 @@ void test_wide16(const KernelRow& row, bool bf16) {
     }
 }
 
+// Few rows against B streamed row by row (float32 or 16-bit, Elem): k below, at and past the
+// kernel's block of rows (at most 8) and its prefetch distance, n one to several whole vectors,
+// A row-major and transposed, padded strides, and the sums scratch poisoned with NaN (the first
+// block must not read it).
+template <class Fn, class Elem, class Narrow, class Widen>
+void test_stream_of(const KernelRow& row, Narrow narrow, Widen widen, const char* what) {
+  const auto fn = reinterpret_cast<Fn>(row.fn);
+  int combo = 0;
+  for (int64_t k : {int64_t(1), int64_t(3), int64_t(8), int64_t(13), int64_t(70)})
+    for (int64_t vectors : {int64_t(1), int64_t(3), int64_t(9)}) {
+      const Scalars s = kScalars[combo++ % 3];
+      const bool a_trans = combo % 2;
+      const int64_t n = vectors * row.cols, lda = (a_trans ? row.rows : k) + 1, ldb = n + 5;
+      const auto a = data(size_t((a_trans ? k : row.rows) * lda + 1), uint32_t(combo));
+      const auto f = data(size_t(k * ldb), uint32_t(combo + 70));
+      std::vector<Elem> b;
+      for (float x : f) b.push_back(narrow(x));
+      std::vector<float> acc(size_t(row.rows * n), kNaN);
+      const int64_t a_rs = a_trans ? 1 : lda, a_cs = a_trans ? lda : 1;
+      check(
+          row, {row.rows, n, k, n + 3, s},
+          [&](int64_t i, int64_t p) { return a[size_t(i * a_rs + p * a_cs)]; },
+          [&](int64_t p, int64_t j) { return widen(b[size_t(p * ldb + j)]); },
+          [&](float* c) {
+            fn(k, a.data(), a_rs, a_cs, b.data(), ldb, acc.data(), c, n + 3, n, s.alpha, s.beta);
+          },
+          what);
+      if (::testing::Test::HasFailure()) return;
+    }
+}
+
+void test_stream(const KernelRow& row) {
+  const auto same = [](float x) { return x; };
+  namespace ref = tessera::reference;
+  switch (row.family) {
+    case KernelFamily::gemm_rows_stream:
+      return test_stream_of<arch::GemmStreamFn, float>(row, same, same, "stream");
+    case KernelFamily::gemm_rows_stream_b_f16:
+      return test_stream_of<arch::GemmStream16Fn, uint16_t>(row, ref::f32_to_f16, ref::f16_to_f32,
+                                                            "stream16");
+    default:
+      return test_stream_of<arch::GemmStream16Fn, uint16_t>(row, ref::f32_to_bf16, ref::bf16_to_f32,
+                                                            "stream16");
+  }
+}
+
 TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
   const auto registry = tessera::detail::kernel_registry();
   ASSERT_FALSE(registry.empty());
@@ -244,6 +290,11 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
       case KernelFamily::gemm_wide_b_f16:
       case KernelFamily::gemm_wide_b_bf16:
         test_wide16(row, row.family == KernelFamily::gemm_wide_b_bf16);
+        break;
+      case KernelFamily::gemm_rows_stream:
+      case KernelFamily::gemm_rows_stream_b_f16:
+      case KernelFamily::gemm_rows_stream_b_bf16:
+        test_stream(row);
         break;
       default:  // the conversions: tests/convert_test.cpp
         continue;

@@ -25,6 +25,7 @@
 #include "convert.hpp"
 #include "fmadd.hpp"
 #include "gemm_dot.hpp"
+#include "gemm_rows_stream.hpp"
 #include "lanes.hpp"
 
 namespace tessera::arch {
@@ -155,10 +156,14 @@ void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const 
     }
 }
 
-template <class Arch, class F16Widen, class Bf16Widen, int... R>
+template <class Arch, int StreamBcast, class F16Widen, class Bf16Widen, int... R>
 void fill_wide16(GemmKernels& k, std::integer_sequence<int, R...>) {
   ((k.wide16[0][R + 1] = &gemm_wide_b16<Arch, F16Widen, R + 1>), ...);
   ((k.wide16[1][R + 1] = &gemm_wide_b16<Arch, Bf16Widen, R + 1>), ...);
+  ((k.rows_stream16[0][R + 1] = &gemm_rows_stream<Arch, R + 1, StreamBcast, F16Widen, uint16_t>),
+   ...);
+  ((k.rows_stream16[1][R + 1] = &gemm_rows_stream<Arch, R + 1, StreamBcast, Bf16Widen, uint16_t>),
+   ...);
 }
 
 template <class Arch, int Cols, class F16Widen, class Bf16Widen, int... R>
@@ -172,7 +177,7 @@ void fill_dot16_rows(GemmKernels& k, std::integer_sequence<int, R...>) {
 }
 
 // The table's 16-bit kernels ([0] f16, [1] bf16): the dot kernels r x dot16_cols[r] (one row: W
-// columns) and r x 1, r = 1..dot16_rows (blocking.hpp), and the wide kernels.
+// columns) and r x 1, r = 1..dot16_rows (blocking.hpp), the wide and the streaming kernels.
 template <class Arch, const GemmBlocking& G, class F16Widen, class Bf16Widen>
 void fill_dot16(GemmKernels& k) {
   constexpr int rows = dot16_rows_of(G);
@@ -180,7 +185,8 @@ void fill_dot16(GemmKernels& k) {
   k.dot16_rows = rows;
   fill_dot16_rows<Arch, dot16_cols_of(G), F16Widen, Bf16Widen>(
       k, std::make_integer_sequence<int, rows>());
-  fill_wide16<Arch, F16Widen, Bf16Widen>(k, std::make_integer_sequence<int, kMaxWideRows>());
+  fill_wide16<Arch, G.stream_bcast, F16Widen, Bf16Widen>(
+      k, std::make_integer_sequence<int, kMaxWideRows>());
 }
 
 }  // namespace TESSERA_KERNEL_NS

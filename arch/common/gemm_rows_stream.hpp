@@ -10,6 +10,9 @@
 //    applied as store_tile does: the same result, bit for bit, as the wide kernels
 //    (gemm_ukernel<Arch, R, NV>) on the same columns.
 //  - k >= 1; stateless, no allocation, reads and writes nothing else.
+//  - Load reads a vector of B: float32 (LoadF32), or 16-bit elements widened in registers (a
+//    Widen of gemm_dot_b16.hpp), whose products and sums are then those of the float32 kernel
+//    on the widened B (a Linear layer's weights kept in f16 or bf16, x W, for a few tokens).
 //
 // Why: the wide kernels walk B in strips of NV vectors down all k rows, reading 64-256 bytes of
 // every B row per strip. When B comes from L3 or memory (a few tokens through a d_model 1024
@@ -35,15 +38,22 @@
 namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
 
-// Floats ahead of the load, along its own row, that each B stream prefetches (4 lines: past
+// Bytes ahead of the load, along its own row, that each B stream prefetches (4 lines: past
 // the next-line prefetcher's reach, within the row's page).
-inline constexpr int64_t kStreamPrefetchFloats = 64;
+inline constexpr int64_t kStreamPrefetchBytes = 256;
+
+template <class Arch>
+struct LoadF32 {
+  static xsimd::batch<float, Arch> load(const float* p) {
+    return xsimd::batch<float, Arch>::load_unaligned(p);
+  }
+};
 
 // KB rows of B (p0 .. p0 + KB - 1) against all n columns. The R x KB broadcasts of A are held
 // in registers across the columns; per vector of columns, R sums come from acc (or start at
 // zero on the first block) and go back to acc (or, on the last block, to C).
-template <class Arch, int R, int KB>
-TESSERA_ALWAYS_INLINE void stream_block(const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+template <class Arch, int R, int KB, class Load, class T>
+TESSERA_ALWAYS_INLINE void stream_block(const float* a, int64_t a_rs, int64_t a_cs, const T* b,
                                         int64_t ldb, float* acc, float* c, int64_t ldc, int64_t n,
                                         bool first, bool last, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
@@ -58,9 +68,9 @@ TESSERA_ALWAYS_INLINE void stream_block(const float* a, int64_t a_rs, int64_t a_
     TESSERA_UNROLL for (int i = 0; i < R; ++i) s[i] =
         first ? B(0.0f) : B::load_unaligned(acc + i * n + j);
     TESSERA_UNROLL for (int q = 0; q < KB; ++q) {
-      const float* row = b + q * ldb + j;
-      __builtin_prefetch(row + kStreamPrefetchFloats, 0, 3);
-      const B bv = B::load_unaligned(row);
+      const T* row = b + q * ldb + j;
+      __builtin_prefetch(row + kStreamPrefetchBytes / int64_t(sizeof(T)), 0, 3);
+      const B bv = Load::load(row);
       TESSERA_UNROLL for (int i = 0; i < R; ++i) s[i] = fmadd(av[i][q], bv, s[i]);
     }
     if (!last) {
@@ -82,19 +92,19 @@ TESSERA_ALWAYS_INLINE void stream_block(const float* a, int64_t a_rs, int64_t a_
 // streams. AVX-512, 4 x 1024 x 1024, alternated medians, KB 6 -> 8: 54.8 -> 56.2 GFLOP/s on 1
 // thread, 77.8 -> 88.1 on 2. The prefetch distance mattered less: 32, 64 and 128 floats within
 // 1% on 1 thread.
-template <class Arch, int R, int Broadcasts>
-void gemm_rows_stream(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+template <class Arch, int R, int Broadcasts, class Load = LoadF32<Arch>, class T = float>
+void gemm_rows_stream(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const T* b,
                       int64_t ldb, float* acc, float* c, int64_t ldc, int64_t n, float alpha,
                       float beta) {
   constexpr int KB = std::clamp(Broadcasts / R, 1, 8);
   const int64_t whole = k / KB * KB;
   for (int64_t p = 0; p < whole; p += KB)
-    stream_block<Arch, R, KB>(a + p * a_cs, a_rs, a_cs, b + p * ldb, ldb, acc, c, ldc, n, p == 0,
-                              p + KB == k, alpha, beta);
+    stream_block<Arch, R, KB, Load>(a + p * a_cs, a_rs, a_cs, b + p * ldb, ldb, acc, c, ldc, n,
+                                    p == 0, p + KB == k, alpha, beta);
   // The rows past the last whole block, one at a time, still in order.
   for (int64_t p = whole; p < k; ++p)
-    stream_block<Arch, R, 1>(a + p * a_cs, a_rs, a_cs, b + p * ldb, ldb, acc, c, ldc, n, p == 0,
-                             p + 1 == k, alpha, beta);
+    stream_block<Arch, R, 1, Load>(a + p * a_cs, a_rs, a_cs, b + p * ldb, ldb, acc, c, ldc, n,
+                                   p == 0, p + 1 == k, alpha, beta);
 }
 
 }  // namespace TESSERA_KERNEL_NS
