@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "attention_check.hpp"
+#include "check.hpp"
 #include "dispatch.hpp"
 #include "flash_attention.hpp"
 #include "verbose.hpp"
@@ -58,14 +59,13 @@ Status attention(const AttentionDesc& d, const float* q, const void* k, const vo
     if (vb.on()) {
       char kernels[64];
       // The K and V storage types after the query type, when they are not f32.
-      auto ty = [](tessera_dtype t) { return t == TESSERA_F16 ? "f16" : "bf16"; };
       if (d.k_type == TESSERA_F32 && d.v_type == TESSERA_F32)
         std::snprintf(kernels, sizeof kernels, "f32_flash_attention_%s",
                       detail::active_table().name);
       else
         std::snprintf(kernels, sizeof kernels, "f32_%s_%s_flash_attention_%s",
-                      d.k_type == TESSERA_F32 ? "f32" : ty(d.k_type),
-                      d.v_type == TESSERA_F32 ? "f32" : ty(d.v_type), detail::active_table().name);
+                      detail::dtype_name(DType(d.k_type)), detail::dtype_name(DType(d.v_type)),
+                      detail::active_table().name);
       vb.print("attention", st, rule, kernels, tbb::this_task_arena::max_concurrency(),
                "batch:%lld heads:%lld/%lld q:%lld kv:%lld d:%lld dv:%lld causal:%d mask:%s",
                (long long)d.batch, (long long)d.q_heads, (long long)d.kv_heads, (long long)d.q_len,

@@ -41,6 +41,9 @@ inline Status check_dtype(const char* name, DType t) {
               name, static_cast<int>(t));
 }
 inline size_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
+inline const char* dtype_name(DType t) {
+  return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
+}
 
 // A row-major matrix of `cols` columns needs ld >= max(1, cols) (the BLAS rule).
 inline Status check_ld(const char* name, int64_t ld, int64_t cols) {

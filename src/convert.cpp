@@ -17,11 +17,9 @@
 namespace tessera {
 namespace {
 
-const char* dtype_name(DType t) {
-  return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
-}
 using detail::check_dtype;
 using detail::dtype_bytes;
+using detail::dtype_name;
 
 // Elements [0, n) of one chunk, from -> to, through the table's kernels (16-bit to 16-bit by
 // way of f32, a block at a time on the stack).

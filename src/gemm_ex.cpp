@@ -240,10 +240,6 @@ Status run(const arch::KernelTable& t, const Problem& q) {
   return status.result();
 }
 
-const char* type_name(DType t) {
-  return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
-}
-
 }  // namespace
 
 Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -275,8 +271,8 @@ Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, floa
     const Status st = run(t, q);
     if (vb.on()) {
       char names[64];
-      std::snprintf(names, sizeof names, "%s_%s_f32_gemm_widened_%s", type_name(a_type),
-                    type_name(b_type), t.name);
+      std::snprintf(names, sizeof names, "%s_%s_f32_gemm_widened_%s", detail::dtype_name(a_type),
+                    detail::dtype_name(b_type), t.name);
       vb.print("gemm_ex", st, takes_few_rows(t, q) ? "few-rows-dot-b16" : "widen-blocks", names,
                tbb::this_task_arena::max_concurrency(), "m:%lld n:%lld k:%lld ta:%c tb:%c",
                (long long)m, (long long)n, (long long)k, ta == Transpose::trans ? 'T' : 'N',

@@ -21,6 +21,9 @@ TESSERA_API uint16_t f32_to_f16(float x);
 TESSERA_API float f16_to_f32(uint16_t h);
 TESSERA_API uint16_t f32_to_bf16(float x);
 TESSERA_API float bf16_to_f32(uint16_t h);
+// Element i of an array of type t, widened (exactly) to float; and x stored there, rounded.
+TESSERA_API float element(tessera_dtype t, const void* p, int64_t i);
+TESSERA_API void store_element(tessera_dtype t, void* p, int64_t i, float x);
 
 TESSERA_API void softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,
                          int64_t ldy, float scale);

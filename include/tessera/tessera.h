@@ -254,7 +254,10 @@ TESSERA_API tessera_status tessera_additive_attention_step(int64_t enc_len, int6
  * With a KV cache ([batch][kv_heads][cache_capacity][dim], k_cache and v_cache both set), the
  * kv_len new keys/values are written at positions [cache_len, cache_len + kv_len) and the
  * queries attend to all cache_len + kv_len of them (causal uses bottom-right alignment);
- * the caller advances cache_len. */
+ * the caller advances cache_len.
+ * weight_type: the elements of w_q, w_k, w_v and w_o (f32, f16 or bf16; biases are float32).
+ * cache_type: the elements of k_cache and v_cache; new rows are projected in float32 and
+ * rounded to it (nearest even). Scores, softmax and sums stay float32. Both default to F32. */
 typedef struct tessera_mha_desc {
   int64_t batch, q_len, kv_len;
   int64_t q_in_dim, kv_in_dim, out_dim;
@@ -262,12 +265,17 @@ typedef struct tessera_mha_desc {
   float scale; /* 0 means 1/sqrt(head_dim) */
   int causal;
   int64_t window_left, window_right;
-  const float *w_q, *b_q; /* q_in_dim x q_heads*head_dim */
-  const float *w_k, *b_k; /* kv_in_dim x kv_heads*head_dim */
-  const float *w_v, *b_v; /* kv_in_dim x kv_heads*value_dim */
-  const float *w_o, *b_o; /* q_heads*value_dim x out_dim */
-  float *k_cache, *v_cache;
+  const void* w_q; /* q_in_dim x q_heads*head_dim, of weight_type */
+  const float* b_q;
+  const void* w_k; /* kv_in_dim x kv_heads*head_dim */
+  const float* b_k;
+  const void* w_v; /* kv_in_dim x kv_heads*value_dim */
+  const float* b_v;
+  const void* w_o; /* q_heads*value_dim x out_dim */
+  const float* b_o;
+  void *k_cache, *v_cache; /* of cache_type */
   int64_t cache_capacity, cache_len;
+  tessera_dtype weight_type, cache_type;
 } tessera_mha_desc;
 
 /* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,

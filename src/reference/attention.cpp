@@ -7,16 +7,6 @@
 #include "tessera/reference.hpp"
 
 namespace tessera::reference {
-namespace {
-
-// Element i of an array of type t, widened (exactly) to float.
-float element(tessera_dtype t, const void* p, int64_t i) {
-  if (t == TESSERA_F32) return static_cast<const float*>(p)[i];
-  const uint16_t h = static_cast<const uint16_t*>(p)[i];
-  return t == TESSERA_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-}  // namespace
 
 void attention(const tessera_attention_desc& d, const float* q, const void* k, const void* v,
                float* o) {

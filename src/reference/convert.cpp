@@ -65,4 +65,17 @@ uint16_t f32_to_bf16(float x) {
 
 float bf16_to_f32(uint16_t h) { return float_of(uint32_t(h) << 16); }
 
+float element(tessera_dtype t, const void* p, int64_t i) {
+  if (t == TESSERA_F32) return static_cast<const float*>(p)[i];
+  const uint16_t h = static_cast<const uint16_t*>(p)[i];
+  return t == TESSERA_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+void store_element(tessera_dtype t, void* p, int64_t i, float x) {
+  if (t == TESSERA_F32)
+    static_cast<float*>(p)[i] = x;
+  else
+    static_cast<uint16_t*>(p)[i] = t == TESSERA_F16 ? f32_to_f16(x) : f32_to_bf16(x);
+}
+
 }  // namespace tessera::reference

@@ -1,6 +1,7 @@
 // Reference multi-head attention layer, written as plain loops (independent of the layer's
 // GEMM/attention composition, so that a stride or layout slip there cannot hide here).
-// Projections are rounded to float, as the layer stores them; everything else is double.
+// Projections are rounded to float, as the layer stores them (and new cache rows to the cache's
+// type); weights and cache rows are read widened from their types; everything else is double.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -11,13 +12,13 @@ namespace tessera::reference {
 namespace {
 
 // y[r, :] = x[r, :] W + bias, rounded to float.
-std::vector<float> project(int64_t rows, int64_t in, int64_t out, const float* x, const float* w,
-                           const float* bias) {
+std::vector<float> project(int64_t rows, int64_t in, int64_t out, const float* x, tessera_dtype wt,
+                           const void* w, const float* bias) {
   std::vector<float> y(static_cast<size_t>(rows * out));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < out; ++c) {
       double acc = bias ? bias[c] : 0.0;
-      for (int64_t p = 0; p < in; ++p) acc += double(x[r * in + p]) * w[p * out + c];
+      for (int64_t p = 0; p < in; ++p) acc += double(x[r * in + p]) * element(wt, w, p * out + c);
       y[r * out + c] = static_cast<float>(acc);
     }
   }
@@ -29,32 +30,39 @@ std::vector<float> project(int64_t rows, int64_t in, int64_t out, const float* x
 void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_kv, float* out) {
   const int64_t D = d.head_dim, Dv = d.value_dim, Hq = d.q_heads, Hk = d.kv_heads;
   const bool cached = d.k_cache != nullptr;
+  const tessera_dtype ct = d.cache_type;
   const int64_t total = cached ? d.cache_len + d.kv_len : d.kv_len;
   const double scale = d.scale != 0.0f ? d.scale : 1.0 / std::sqrt(double(D));
 
-  const auto qp = project(d.batch * d.q_len, d.q_in_dim, Hq * D, x_q, d.w_q, d.b_q);
-  const auto kp = project(d.batch * d.kv_len, d.kv_in_dim, Hk * D, x_kv, d.w_k, d.b_k);
-  const auto vp = project(d.batch * d.kv_len, d.kv_in_dim, Hk * Dv, x_kv, d.w_v, d.b_v);
+  const auto qp = project(d.batch * d.q_len, d.q_in_dim, Hq * D, x_q, d.weight_type, d.w_q, d.b_q);
+  const auto kp =
+      project(d.batch * d.kv_len, d.kv_in_dim, Hk * D, x_kv, d.weight_type, d.w_k, d.b_k);
+  const auto vp =
+      project(d.batch * d.kv_len, d.kv_in_dim, Hk * Dv, x_kv, d.weight_type, d.w_v, d.b_v);
 
-  // Key/value j of (b, hk): from the cache (after appending the new ones) or the projections.
+  // The new keys and values appended to the cache, rounded to its type.
   if (cached) {
     for (int64_t b = 0; b < d.batch; ++b)
       for (int64_t hk = 0; hk < Hk; ++hk)
         for (int64_t t = 0; t < d.kv_len; ++t) {
           const int64_t slot = (b * Hk + hk) * d.cache_capacity + d.cache_len + t;
           for (int64_t c = 0; c < D; ++c)
-            d.k_cache[slot * D + c] = kp[(b * d.kv_len + t) * Hk * D + hk * D + c];
+            store_element(ct, d.k_cache, slot * D + c,
+                          kp[(b * d.kv_len + t) * Hk * D + hk * D + c]);
           for (int64_t c = 0; c < Dv; ++c)
-            d.v_cache[slot * Dv + c] = vp[(b * d.kv_len + t) * Hk * Dv + hk * Dv + c];
+            store_element(ct, d.v_cache, slot * Dv + c,
+                          vp[(b * d.kv_len + t) * Hk * Dv + hk * Dv + c]);
         }
   }
-  auto key = [&](int64_t b, int64_t hk, int64_t j) {
-    return cached ? d.k_cache + ((b * Hk + hk) * d.cache_capacity + j) * D
-                  : kp.data() + (b * d.kv_len + j) * Hk * D + hk * D;
+  // Element c of key/value j of (b, hk): from the cache (after appending the new ones) or the
+  // projections.
+  auto key = [&](int64_t b, int64_t hk, int64_t j, int64_t c) -> double {
+    return cached ? element(ct, d.k_cache, ((b * Hk + hk) * d.cache_capacity + j) * D + c)
+                  : kp[(b * d.kv_len + j) * Hk * D + hk * D + c];
   };
-  auto value = [&](int64_t b, int64_t hk, int64_t j) {
-    return cached ? d.v_cache + ((b * Hk + hk) * d.cache_capacity + j) * Dv
-                  : vp.data() + (b * d.kv_len + j) * Hk * Dv + hk * Dv;
+  auto value = [&](int64_t b, int64_t hk, int64_t j, int64_t c) -> double {
+    return cached ? element(ct, d.v_cache, ((b * Hk + hk) * d.cache_capacity + j) * Dv + c)
+                  : vp[(b * d.kv_len + j) * Hk * Dv + hk * Dv + c];
   };
 
   std::vector<float> attn(static_cast<size_t>(d.batch * d.q_len * Hq * Dv));
@@ -72,7 +80,7 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_kv,
           s[j] = -std::numeric_limits<double>::infinity();
           if (!vis) continue;
           double dot = 0.0;
-          for (int64_t c = 0; c < D; ++c) dot += double(qi[c]) * key(b, hk, j)[c];
+          for (int64_t c = 0; c < D; ++c) dot += double(qi[c]) * key(b, hk, j, c);
           s[j] = scale * dot;
           if (s[j] > m) m = s[j];
         }
@@ -87,7 +95,7 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_kv,
           const double w = m == std::numeric_limits<double>::infinity() ? (s[j] == m ? 1.0 : 0.0)
                                                                         : std::exp(s[j] - m);
           sum += w;
-          for (int64_t c = 0; c < Dv; ++c) acc[c] += w * value(b, hk, j)[c];
+          for (int64_t c = 0; c < Dv; ++c) acc[c] += w * value(b, hk, j, c);
         }
         float* row = attn.data() + (b * d.q_len + i) * Hq * Dv + h * Dv;
         for (int64_t c = 0; c < Dv; ++c)
@@ -96,7 +104,8 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_kv,
                              : 0.0f;
       }
 
-  const auto y = project(d.batch * d.q_len, Hq * Dv, d.out_dim, attn.data(), d.w_o, d.b_o);
+  const auto y =
+      project(d.batch * d.q_len, Hq * Dv, d.out_dim, attn.data(), d.weight_type, d.w_o, d.b_o);
   for (size_t i = 0; i < y.size(); ++i) out[i] = y[i];
 }
 
