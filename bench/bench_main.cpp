@@ -93,6 +93,7 @@ void register_exp();
 void register_convert();
 void register_attention();
 void register_decode_types();
+void register_mha();
 void register_gemm_ex();
 
 }  // namespace bench
@@ -127,6 +128,7 @@ int main(int argc, char** argv) {
   bench::register_softmax();
   bench::register_attention();
   bench::register_decode_types();
+  bench::register_mha();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   // Two instances of OpenBLAS / BLIS (peers.cpp) each register exit-time teardown of their
