@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "blocking.hpp"
 #include "convert.hpp"
 #include "fmadd.hpp"
 #include "gemm_dot.hpp"
