@@ -2,6 +2,8 @@
 // multi-head attention layer with and without a KV cache) under decoded sizes, NULLs, outputs
 // placed over inputs, caches that alias, short workspaces, and NaN or infinite inputs.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "fuzz_util.hpp"
 #include "tessera/reference.hpp"
@@ -77,6 +79,32 @@ void additive(fz::Bytes& in) {
   if (wts) fz::expect_close(wts, ref_w.data(), size_t(enc_len), 1e-4, "additive weights");
 }
 
+// The values of x rounded to `t`, stored as 16-bit elements from the start of x's buffer.
+void narrow_in_place(std::vector<float>& x, tessera_dtype t) {
+  std::vector<uint16_t> h(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    h[i] = t == TESSERA_F16 ? tessera::reference::f32_to_f16(x[i])
+                            : tessera::reference::f32_to_bf16(x[i]);
+  std::memcpy(x.data(), h.data(), h.size() * 2);
+}
+
+// The largest difference of n 16-bit elements in units of the type's spacing at the larger
+// magnitude (2^-10 or 2^-7 of it, and no less than the smallest normal's).
+double ulps16(tessera_dtype t, const void* a, const void* b, size_t n) {
+  const double eps = t == TESSERA_F16 ? 0x1p-10 : 0x1p-7,
+               tiny = t == TESSERA_F16 ? 0x1p-14 : 0x1p-126;
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = tessera::reference::element(t, a, int64_t(i));
+    const double y = tessera::reference::element(t, b, int64_t(i));
+    if (std::isnan(x) != std::isnan(y)) return INFINITY;
+    if (std::isnan(x) || x == y) continue;
+    worst =
+        std::max(worst, std::fabs(x - y) / (eps * std::max({std::fabs(x), std::fabs(y), tiny})));
+  }
+  return worst;
+}
+
 void mha(fz::Bytes& in) {
   tessera_mha_desc d;
   const int64_t heads = in.range(1, 4), model = heads * in.range(1, 8);
@@ -101,6 +129,15 @@ void mha(fz::Bytes& in) {
   const bool specials = in.byte() < 16;
   for (auto* p : {&w_k, &w_v, &w_o, &x}) in.fill(*p, 0.5f, false);
   for (auto* p : {&w_q, &b_q}) in.fill(*p, 0.5f, specials);
+  // Weight and cache types (now and then a bad one); a 16-bit array is the float array's values
+  // rounded, stored at the start of the same buffer, so the aliasing draws below still overlap.
+  const uint8_t types = in.byte();
+  d.weight_type = types >= 250 ? tessera_dtype(7) : tessera_dtype(types % 3);
+  d.cache_type = types >= 240 && types < 250 ? tessera_dtype(-1) : tessera_dtype(types / 3 % 3);
+  const bool wt_ok = types < 240, w16 = wt_ok && d.weight_type != TESSERA_F32;
+  const bool c16 = wt_ok && d.cache_type != TESSERA_F32;
+  if (w16)
+    for (auto* p : {&w_q, &w_k, &w_v, &w_o}) narrow_in_place(*p, d.weight_type);
   d.w_q = w_q.data(), d.w_k = w_k.data(), d.w_v = w_v.data(), d.w_o = w_o.data();
   d.b_q = in.flag() ? b_q.data() : nullptr;
   const int64_t cap = 12;
@@ -110,6 +147,7 @@ void mha(fz::Bytes& in) {
   if (cache < 100 && sane) {
     in.fill(kc, 0.5f, false);
     in.fill(vc, 0.5f, false);
+    if (c16) narrow_in_place(kc, d.cache_type), narrow_in_place(vc, d.cache_type);
     d.k_cache = kc.data(), d.v_cache = cache < 10 ? kc.data() : vc.data();  // k == v: rejected
     d.cache_capacity = cap, d.cache_len = in.range(0, cap);
     if (cache >= 10 && cache < 16) d.k_cache = x.data();  // over the input: rejected
@@ -130,12 +168,13 @@ void mha(fz::Bytes& in) {
   if (std::getenv("FUZZ_DEBUG"))
     std::fprintf(stderr,
                  "mha batch %lld q %lld kv %lld model %lld heads %lld/%lld D %lld cache %d len "
-                 "%lld causal %d wl %lld ws %zu bq %d\n",
+                 "%lld causal %d wl %lld ws %zu bq %d types %d/%d\n",
                  (long long)batch, (long long)d.q_len, (long long)d.kv_len, (long long)model,
                  (long long)Hq, (long long)Hk, (long long)D, d.k_cache != nullptr,
                  (long long)d.cache_len, d.causal, (long long)d.window_left, ws_bytes,
-                 d.b_q != nullptr);
+                 d.b_q != nullptr, int(d.weight_type), int(d.cache_type));
   const tessera_status s = tessera_mha_forward(&d, x.data(), x.data(), o, wsp, ws_bytes);
+  if (s == TESSERA_OK && !wt_ok) fz::violated("a bad weight or cache type was accepted", "");
   if (s != TESSERA_OK) {
     if (std::memcmp(kc.data(), kc0.data(), kc.size() * 4) != 0 ||
         std::memcmp(vc.data(), vc0.data(), vc.size() * 4) != 0 ||
@@ -165,8 +204,21 @@ void mha(fz::Bytes& in) {
     for (float f : w_q) std::fprintf(stderr, "wq %g\n", double(f));
     for (float f : b_q) std::fprintf(stderr, "bq %g\n", double(f));
   }
+  if (d.k_cache && c16) {
+    // A 16-bit cache: the appended rows within one rounding of the reference's (a float32 sum
+    // may round to either side of a halfway point), and the output against the reference over
+    // the cache as the layer wrote it.
+    const size_t n = kc.size() * 2;
+    if (ulps16(d.cache_type, kc.data(), rkc.data(), n) > 1.0 ||
+        ulps16(d.cache_type, vc.data(), rvc.data(), n) > 1.0)
+      fz::violated("mha 16-bit cache rows differ from the reference by more than a rounding", "");
+    std::vector<float> wk = kc, wv = vc;
+    rd.k_cache = wk.data(), rd.v_cache = wv.data();
+    rd.cache_len = d.cache_len + d.kv_len, rd.kv_len = 0;
+    tessera::reference::mha_forward(rd, x.data(), x.data(), ref.data());
+  }
   fz::expect_close(out.data(), ref.data(), size_t(batch * q_len * model), 1e-4, "mha out");
-  if (d.k_cache) {
+  if (d.k_cache && !c16) {
     fz::expect_close(kc.data(), rkc.data(), kc.size(), 1e-4, "mha k cache");
     fz::expect_close(vc.data(), rvc.data(), vc.size(), 1e-4, "mha v cache");
   }
