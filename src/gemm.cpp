@@ -12,10 +12,12 @@
 #include <cstdint>
 
 #include "../arch/common/prefetch.hpp"
+#include "check.hpp"
 #include "dispatch.hpp"
 #include "gemm_check.hpp"
 #include "gemm_plan.hpp"
 #include "gemm_split.hpp"
+#include "scratch.hpp"
 #include "tsan.hpp"
 #include "tuning.hpp"
 #include "verbose.hpp"
@@ -260,11 +262,44 @@ size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n) {
   return bytes;
 }
 
-Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* packed,
-                    size_t packed_bytes_given) {
+namespace {
+
+// Columns of op(B) widened at a time by pack_b_widened: 16 panels of NR.
+constexpr int64_t kWidenPanels = 16;
+
+// op(B) stored in 16 bits, packed where gemm_pack_b_full puts the float32 B's panels (element
+// (p, j) of a kc block at out[j / NR NR kc + p NR + j % NR], panels in column order): each kc
+// block is widened kWidenPanels panels of columns at a time into buf (table conversions, exact)
+// and packed from there, so the packed bytes are those of the widened B.
+void pack_b_widened(const arch::KernelTable& t, bool tb, int64_t k, int64_t n, DType bt,
+                    const uint16_t* b, int64_t ldb, float* buf, float* out) {
+  const arch::GemmKernels& kt = detail::blocked_kernels(t.gemm, k, n);
+  const int64_t nr = kt.nr, n_padded = (n + nr - 1) / nr * nr, cols = nr * kWidenPanels;
+  const auto widen = bt == DType::f16 ? t.convert.f16_to_f32 : t.convert.bf16_to_f32;
+  for (int64_t pc = 0; pc < k; pc += kt.kc) {
+    const int64_t kc = std::min<int64_t>(kt.kc, k - pc);
+    for (int64_t j0 = 0; j0 < n; j0 += cols) {
+      const int64_t w = std::min(cols, n - j0);
+      if (tb) {  // B stored n x k: op(B)'s columns are its rows
+        for (int64_t r = 0; r < w; ++r) widen(kc, b + (j0 + r) * ldb + pc, buf + r * kc);
+        kt.pack_b(true, kc, w, buf, kc, out + pc * n_padded + j0 * kc);
+      } else {
+        for (int64_t p = 0; p < kc; ++p) widen(w, b + (pc + p) * ldb + j0, buf + p * w);
+        kt.pack_b(false, kc, w, buf, w, out + pc * n_padded + j0 * kc);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status sgemm_pack_b_ex(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, int64_t ldb,
+                       void* packed, size_t packed_bytes_given) {
   return detail::in_arena([&] {
+    TESSERA_CHECK(detail::check_dtype("b_type", b_type));
     TESSERA_CHECK(check_pack_dims(tb, k, n));
-    TESSERA_CHECK(detail::check_gemm_b(tb, k, n, b, ldb));
+    TESSERA_CHECK(detail::check_ld("ldb", ldb, tb == Transpose::no_trans ? n : k));
+    TESSERA_CHECK(detail::check_ptr("b", b, k > 0 && n > 0));
     TESSERA_CHECK(detail::check_ptr("packed", packed, true));
     TESSERA_CHECK(check_packed_alignment(packed));
     int64_t b_span;
@@ -283,23 +318,41 @@ Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t 
                           "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs "
                           "(tessera_sgemm_pack_b_size)",
                           packed_bytes_given, need, t.name);
-    TESSERA_CHECK(detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
-                                         {detail::region("b", b, b_span, 4)}));
+    TESSERA_CHECK(
+        detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
+                               {detail::region("b", b, b_span, detail::dtype_bytes(b_type))}));
+    const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
+    float* buf = nullptr;
+    if (b_type != DType::f32 && k > 0 && n > 0) {  // reserved before anything is written
+      buf =
+          detail::thread_scratch(detail::ScratchSlot::gemm_b)
+              .floats(size_t(std::min<int64_t>(blocked.kc, k)) * size_t(blocked.nr * kWidenPanels));
+      if (!buf) return detail::fail(Status::out_of_memory, "cannot allocate the widened block");
+    }
     PackedBHeader h{};
     std::memcpy(h.magic, kMagic, sizeof kMagic);
     std::strncpy(h.isa, t.name, sizeof h.isa - 1);
     h.k = k;
     h.n = n;
-    const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
     h.nr = blocked.nr;
     h.kc = blocked.kc;
     std::memcpy(packed, &h, sizeof h);
     // The panels follow the 64-byte header in the caller's float-aligned buffer.
     // cppcheck-suppress invalidPointerCast
     float* out = reinterpret_cast<float*>(static_cast<char*>(packed) + kHeaderBytes);
-    detail::gemm_pack_b_full(t.gemm, tb == Transpose::trans, k, n, b, ldb, out);
+    if (b_type == DType::f32)
+      detail::gemm_pack_b_full(t.gemm, tb == Transpose::trans, k, n, static_cast<const float*>(b),
+                               ldb, out);
+    else
+      pack_b_widened(t, tb == Transpose::trans, k, n, b_type, static_cast<const uint16_t*>(b), ldb,
+                     buf, out);
     return Status::ok;
   });
+}
+
+Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* packed,
+                    size_t packed_bytes_given) {
+  return sgemm_pack_b_ex(tb, k, n, DType::f32, b, ldb, packed, packed_bytes_given);
 }
 
 Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

@@ -125,6 +125,54 @@ TEST_P(GemmEx, FewRowsStreamedSameOnAnyThreadCount) {
       }
 }
 
+// Packing from a 16-bit B: the packed bytes are those tessera_sgemm_pack_b writes for the
+// widened B (either layout; k across the kc blocks, n across the widening chunks and a partial
+// panel), and sgemm_packed on them gives the float32 product's C bit for bit.
+TEST_P(GemmEx, PackFromSixteenBitsEqualsPackOfWidened) {
+  const std::array<int64_t, 2> shapes[] = {{1, 1}, {37, 70}, {700, 1030}};
+  int combo = 0;
+  for (const auto& s : shapes)
+    for (DType bt : {DType::f16, DType::bf16})
+      for (Transpose tb : kTrans) {
+        const int64_t k = s[0], n = s[1], rows = tb == Transpose::trans ? n : k;
+        const int64_t cols = tb == Transpose::trans ? k : n, ldb = cols + 3;
+        const auto f = tt::random_vec(size_t(rows * ldb), uint32_t(60 + combo++));
+        std::vector<uint16_t> b(f.size());
+        std::vector<float> wide(f.size());
+        ASSERT_EQ(tessera::convert(DType::f32, bt, int64_t(f.size()), f.data(), b.data()),
+                  tessera::Status::ok);
+        ASSERT_EQ(tessera::convert(bt, DType::f32, int64_t(b.size()), b.data(), wide.data()),
+                  tessera::Status::ok);
+        const size_t bytes = tessera::sgemm_pack_b_size(tb, k, n);
+        ASSERT_GT(bytes, 0u);
+        std::vector<float> p16(bytes / 4 + 1, 5.0f), p32(bytes / 4 + 1, 5.0f);
+        ASSERT_EQ(tessera::sgemm_pack_b_ex(tb, k, n, bt, b.data(), ldb, p16.data(), bytes),
+                  tessera::Status::ok)
+            << tessera::last_error();
+        ASSERT_EQ(tessera::sgemm_pack_b(tb, k, n, wide.data(), ldb, p32.data(), bytes),
+                  tessera::Status::ok);
+        EXPECT_EQ(std::memcmp(p16.data(), p32.data(), bytes), 0) << k << "x" << n << " " << combo;
+        EXPECT_EQ(p16.back(), 5.0f) << "wrote past packed_bytes";
+        const int64_t m = 3;
+        const auto a = tt::random_vec(size_t(m * k), 9);
+        std::vector<float> c1(size_t(m * n)), c2(c1.size());
+        ASSERT_EQ(tessera::sgemm_packed(Transpose::no_trans, m, n, k, 1.0f, a.data(), k, p16.data(),
+                                        0.0f, c1.data(), n),
+                  tessera::Status::ok);
+        ASSERT_EQ(tessera::sgemm(Transpose::no_trans, tb, m, n, k, 1.0f, a.data(), k, wide.data(),
+                                 ldb, 0.0f, c2.data(), n),
+                  tessera::Status::ok);
+        EXPECT_LE(tt::rel_err(c1, c2), 1e-5);
+      }
+  // A bad type is rejected naming b_type, with nothing written.
+  std::vector<float> packed(64, 5.0f), b(16);
+  EXPECT_EQ(tessera::sgemm_pack_b_ex(Transpose::no_trans, 4, 4, DType(9), b.data(), 4,
+                                     packed.data(), packed.size() * 4),
+            tessera::Status::invalid_argument);
+  EXPECT_NE(std::string(tessera::last_error()).find("b_type"), std::string::npos);
+  for (float x : packed) EXPECT_EQ(x, 5.0f);
+}
+
 TEST(GemmExApi, RejectsBadTypesAndWritesNothing) {
   std::vector<uint16_t> a(64), b(64);
   std::vector<float> c(64, 7.0f);

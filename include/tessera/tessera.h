@@ -163,6 +163,12 @@ TESSERA_API size_t tessera_sgemm_pack_b_size(tessera_transpose tb, int64_t k, in
 TESSERA_API tessera_status tessera_sgemm_pack_b(tessera_transpose tb, int64_t k, int64_t n,
                                                 const float* b, int64_t ldb, void* packed,
                                                 size_t packed_bytes);
+/* tessera_sgemm_pack_b from a B stored as b_type (f32, f16 or bf16; ldb counts its elements):
+ * the packed panels hold B widened to float32 (exact), the same bytes tessera_sgemm_pack_b writes
+ * for the widened B, and the same size; weights kept in 16 bits, packed once for prefill. */
+TESSERA_API tessera_status tessera_sgemm_pack_b_ex(tessera_transpose tb, int64_t k, int64_t n,
+                                                   tessera_dtype b_type, const void* b, int64_t ldb,
+                                                   void* packed, size_t packed_bytes);
 /* C = alpha * op(A) * B + beta * C with B packed by tessera_sgemm_pack_b for the same k and n
  * under the same kernel table (otherwise TESSERA_INVALID_ARGUMENT). */
 TESSERA_API tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n,
