@@ -2,13 +2,18 @@
 // xsimd::neon, with the load-and-replicate micro-kernel for packed panels.
 #include "../common/table.hpp"
 #include "gemm_ukernel_neon32.hpp"
+#include "widen_neon32.hpp"
 
 namespace tessera::arch {
 
 const KernelTable& neon32_table() {
-  static const KernelTable table =
-      make_table<xsimd::neon, kNeon32Gemm, Neon32PackedKernel<kNeon32Gemm.mr, kNeon32Gemm.nv>>(
-          "neon32");
+  static const KernelTable table = [] {
+    KernelTable t =
+        make_table<xsimd::neon, kNeon32Gemm, Neon32PackedKernel<kNeon32Gemm.mr, kNeon32Gemm.nv>>(
+            "neon32");
+    fill_dot16<xsimd::neon, kNeon32Gemm, ScalarF16Widen<xsimd::neon>, Neon32Bf16Widen>(t.gemm);
+    return t;
+  }();
   return table;
 }
 

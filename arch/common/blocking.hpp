@@ -36,6 +36,9 @@ struct GemmBlocking {
   // dot_cols (0: the same): every B vector is widened once per call, so more rows per call widen
   // each B element fewer times.
   int dot16_rows = 0, dot16_cols = 0;
+  // The streaming kernels with B in 16 bits (rows_stream16), where they differ from stream_bcast
+  // (0: the same): widening a B row takes registers of its own.
+  int stream16_bcast = 0;
 };
 
 constexpr int dot16_rows_of(const GemmBlocking& g) {
@@ -142,7 +145,9 @@ inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4, 16, 8, 0, 
 // ARMv7 NEON with VFPv4 (Cortex-A7/A9/A15: 16 q registers, L1d 32 KB, L2 256-512 KB).
 //   4 x 8: 8 accumulators + 2 B + 1 broadcast = 11 q (no lane-indexed vfma on ARMv7).
 //   KC 256: 8 KB; MC 64: 64 KB.
-inline constexpr GemmBlocking kNeon32Gemm{4, 2, 256, 64, 2048, 2, 4, 8, 4, 0, 0, 8};
+//   16-bit rows streamed (rows_stream16) with 4 broadcasts, not 8: at 4 rows x 2 broadcasts, 4 sums
+//   and the widened row, the k loop spilled 2 q registers (scripts/check_neon_loops.sh).
+inline constexpr GemmBlocking kNeon32Gemm{4, 2, 256, 64, 2048, 2, 4, 8, 4, 0, 0, 8, 0, 0, 4};
 
 }  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

@@ -186,7 +186,7 @@ void fill_dot16(GemmKernels& k) {
   k.dot16_rows = rows;
   fill_dot16_rows<Arch, dot16_cols_of(G), F16Widen, Bf16Widen>(
       k, std::make_integer_sequence<int, rows>());
-  fill_wide16<Arch, G.stream_bcast, F16Widen, Bf16Widen>(
+  fill_wide16<Arch, G.stream16_bcast ? G.stream16_bcast : G.stream_bcast, F16Widen, Bf16Widen>(
       k, std::make_integer_sequence<int, kMaxWideRows>());
 }
 

@@ -137,8 +137,6 @@ KernelTable make_table(const char* name) {
   }
   fill_attention_ukernels<Arch, G>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
-  // The portable widening; an ISA with 16-bit float instructions refills them (its own file).
-  fill_dot16<Arch, G, ScalarF16Widen<Arch>, ShiftBf16Widen<Arch>>(g);
   fill_wide<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
   fill_rows_stream<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
 
