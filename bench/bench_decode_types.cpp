@@ -80,23 +80,7 @@ void register_pair(int64_t kv, tessera_dtype type, int threads) {
       name_of("decode-kv-type-pair", kv, std::string(type_name(type)) + "-vs-f32", threads).c_str(),
       [kv, type, threads](benchmark::State& state) {
         Decode f32(kv, TESSERA_F32), half(kv, type);
-        auto slice = [](Decode& p) { return seconds_per_call([&] { p.run(); }, 15); };
-        std::vector<double> speedups, t32, t16;
-        run_in_arena(state, threads, [&] {
-          for (int pair = 0; pair < 15; ++pair) {
-            // Alternate which goes first, so neither always follows the other's cache state.
-            const bool first32 = pair % 2 == 0;
-            const double a = slice(first32 ? f32 : half), b = slice(first32 ? half : f32);
-            t32.push_back(first32 ? a : b);
-            t16.push_back(first32 ? b : a);
-            speedups.push_back(t32.back() / t16.back());
-          }
-        });
-        state.counters["speedup"] = median(speedups);
-        state.counters["f32_us"] = median(t32) * 1e6;
-        state.counters["half_us"] = median(t16) * 1e6;
-        state.counters["half_GBps"] = half.bytes() / median(t16) * 1e-9;
-        state.counters["f32_GBps"] = f32.bytes() / median(t32) * 1e-9;
+        alternated_pairs(state, threads, f32, half);
       })
       ->Iterations(1)
       ->UseRealTime()

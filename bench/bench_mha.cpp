@@ -92,22 +92,7 @@ void register_pair(tessera_dtype t, int threads) {
       name_of("decode-step-pair", std::string(type_name(t)) + "-vs-f32", threads).c_str(),
       [t, threads](benchmark::State& state) {
         Step f32(TESSERA_F32), half(t);
-        auto slice = [](Step& p) { return seconds_per_call([&] { p.run(); }, 15); };
-        std::vector<double> speedups, t32, t16;
-        run_in_arena(state, threads, [&] {
-          for (int pair = 0; pair < 15; ++pair) {
-            const bool first32 = pair % 2 == 0;  // neither always follows the other
-            const double a = slice(first32 ? f32 : half), b = slice(first32 ? half : f32);
-            t32.push_back(first32 ? a : b);
-            t16.push_back(first32 ? b : a);
-            speedups.push_back(t32.back() / t16.back());
-          }
-        });
-        state.counters["speedup"] = median(speedups);
-        state.counters["f32_us"] = median(t32) * 1e6;
-        state.counters["half_us"] = median(t16) * 1e6;
-        state.counters["half_GBps"] = half.bytes() / median(t16) * 1e-9;
-        state.counters["f32_GBps"] = f32.bytes() / median(t32) * 1e-9;
+        alternated_pairs(state, threads, f32, half);
       })
       ->Iterations(1)
       ->UseRealTime()
