@@ -170,6 +170,16 @@ inline void wide_rows(const GemmKernels& g, int64_t r, int64_t k, const float* a
   g.wide[r][0](k, a, a_rs, a_cs, panel, g.nr, c + whole, ldc, n - whole, alpha, beta);
 }
 
+// arch/arm/hgemm_neon64_fp16.hpp: C (float32, r x nr) = alpha A B + beta C, A and B packed f16
+// panels, the products summed in fp16 over chunks of k (tessera_hgemm on fp16 arithmetic).
+using HgemmPackedFn = void (*)(int64_t k, const uint16_t* a_panel, const uint16_t* b_panel,
+                               float* c, int64_t ldc, int64_t nr, float alpha, float beta);
+struct HalfGemmKernels {
+  int mr = 0, nr = 0;  // A panel: mr halves per k step; B panel: nr
+  int chunk = 0;       // k steps summed in fp16 before their sum is added in float32
+  HgemmPackedFn packed[kMaxMR + 1] = {};  // [r]: r = 1..mr rows; all null: no fp16 arithmetic
+};
+
 // softmax.hpp / exp.hpp: row kernels (contracts there).
 struct SoftmaxKernels {
   void (*exp)(int64_t n, const float* x, float* y);
@@ -206,6 +216,7 @@ struct KernelTable {
   int peak_flops_per_iter;
 
   GemmKernels gemm;
+  HalfGemmKernels hgemm;
   SoftmaxKernels softmax;
   ConvertKernels convert;
 };

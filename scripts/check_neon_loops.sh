@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reads the disassembly of an ARM kernel object and reports, per GEMM micro-kernel, its innermost
 # k loops that hold FMAs: instructions, FMAs, loads and vector-register stack accesses (spills).
-# Exits 1 if a loop of a packed, wide or row-streaming micro-kernel (the blocked path's kernels,
+# Exits 1 if a loop of a packed, wide, row-streaming or hgemm micro-kernel (the blocked path's kernels,
 # fused attention's few-row P V, few rows against a large B) touches the stack with a vector
 # register.
 # Usage: scripts/check_neon_loops.sh OBJDUMP OBJECT [--quiet]
@@ -41,7 +41,7 @@ function analyse(   i, j, t, inner, fma, ld, sp, len, line, bad) {
     }
     if (!inner || fma == 0 || len > 120) continue
     line = line sprintf(" [%d ins, %d fma, %d ld, %d stack]", len, fma, ld, sp)
-    if (sp > 0 && name ~ /(packed|rows_stream|<[^>]*, [1-4], (1|2|4|8)>)/) bad = 1
+    if (sp > 0 && name ~ /(packed|rows_stream|hgemm|<[^>]*, [1-4], (1|2|4|8)>)/) bad = 1
   }
   if (line == "") return
   ++kernels

@@ -3,10 +3,11 @@
 
 Reads the disassembly of an ARM kernel object (objdump -d -C), takes each function's innermost
 backward-branching loops that hold vector FMAs, and runs each body through llvm-mca on the
-cortex-a55, cortex-a72 and neoverse-n1 models. Prints, per loop: its FMAs, loads and
-widenings (FCVTL / USHLL / VCVT: 16-bit storage), the cycles per iteration, the FMAs per cycle,
-and the fraction of that core's FMA peak, measured the same way on a loop of 12 independent
-FMAs (so the peak is the model's own, not a datasheet's). One iteration is one k step of a
+cortex-a55, cortex-a72 and neoverse-n1 models. Prints, per loop: its FMAs (and their lanes:
+x4 float32, x8 fp16 arithmetic), loads and widenings (FCVTL / USHLL / VCVT: 16-bit storage),
+the cycles per iteration, the flops per cycle, and their fraction of that core's float32 FMA
+peak, measured the same way on a loop of 12 independent FMAs (so the peak is the model's own,
+not a datasheet's; the fp16 one is printed beside it). One iteration is one k step of a
 micro-kernel (several when the compiler unrolled it: the FMA count says how many). Only each
 function's k loop is shown: its innermost loop with the most FMAs. The peaks are LLVM 14's
 models' (e.g. neoverse-n1 and cortex-a72 issue one 128-bit FMLA per cycle there), so the
@@ -131,40 +132,50 @@ def main():
     triple = "aarch64" if a.arch == "aarch64" else "armv8a"
     fma_insn = ("fmla v%d.4s, v12.4s, v13.4s" if a.arch == "aarch64"
                 else "vfma.f32 q%d, q12, q13")
-    peak = {}
+    peak, peak16 = {}, {}
     for cpu in CPUS:
         c = mca([fma_insn % i for i in range(12)], triple, cpu)
         peak[cpu] = 12 / c if c else None
-    print(f"# llvm-mca {a.arch}: FMA peak of each model (12 independent 128-bit f32 FMAs): " +
-          ", ".join(f"{cpu} {peak[cpu]:.2f} FMA/cycle" for cpu in CPUS if peak[cpu]))
+        c16 = (mca(["fmla v%d.8h, v12.8h, v13.8h" % i for i in range(12)], triple, cpu)
+               if a.arch == "aarch64" else None)
+        peak16[cpu] = 12 / c16 if c16 else None
+    print(f"# llvm-mca {a.arch}: FMA peak of each model (12 independent 128-bit FMAs): " +
+          ", ".join(f"{cpu} {peak[cpu]:.2f} f32 FMA/cycle ({8 * peak[cpu]:.1f} flops)" +
+                    (f", {peak16[cpu]:.2f} f16 FMA/cycle" if peak16[cpu] else "")
+                    for cpu in CPUS if peak[cpu]))
+    print("# flops/cycle = FMAs x lanes x 2 / cycles; % is of the f32 FMA peak's flops. "
+          "cortex-a72 (ARMv8.0) has no fp16 arithmetic: n/a for .8h loops.")
     print("| loop | FMAs | loads | widen | " +
-          " | ".join(f"{cpu} cycles/iter, FMA/cycle, % peak" for cpu in CPUS) + " |")
+          " | ".join(f"{cpu} cycles/iter, flops/cycle, % f32 peak" for cpu in CPUS) + " |")
     print("|---|---|---|---|" + "---|" * len(CPUS))
     rows = 0
     for name, body in functions(a.objdump, a.object):
         if not re.search(a.match, name):
             continue
-        # The function's k loop: its innermost loop with the most FMAs (the others are tails).
+        # The function's k loop: its innermost loop densest in FMAs (the others are tails, or
+        # epilogues that load C around their FMAs).
         best = None
         for s, e in innermost_loops(body):
             count = sum(1 for ins in body[s:e] if is_fma(ins[1]))
-            if count and (best is None or count > best[0]):
-                best = (count, s, e)
+            key = (count / max(1, e - s), count)
+            if count and (best is None or key > best[0]):
+                best = (key, s, e)
         for n, (_, s, e) in enumerate([best] if best else []):
             insns = body[s:e]  # the body without its closing branch
             fmas = [ins for ins in insns if is_fma(ins[1])]
             loads = sum(1 for ins in insns if re.match(r"^(ld|vld)", ins[1]))
             widen = sum(1 for ins in insns if is_widen(ins[1], ins[2]))
             lines = [clean(mn, ops) for _, mn, ops in insns if not BRANCH.match(mn)]
+            lanes = fma_lanes(fmas[0][1], fmas[0][2])
             cells = []
             for cpu in CPUS:
-                c = mca(lines, triple, cpu)
+                c = mca(lines, triple, cpu) if not (lanes == 8 and cpu == "cortex-a72") else None
                 if c is None or not peak[cpu]:
                     cells.append("n/a")
                     continue
-                f = len(fmas) / c
-                cells.append(f"{c:.1f}, {f:.2f}, {100 * f / peak[cpu]:.0f}%")
-            print(f"| {short(name)} | {len(fmas)} x{fma_lanes(fmas[0][1], fmas[0][2])} | "
+                flops = 2 * lanes * len(fmas) / c
+                cells.append(f"{c:.1f}, {flops:.1f}, {100 * flops / (8 * peak[cpu]):.0f}%")
+            print(f"| {short(name)} | {len(fmas)} x{lanes} | "
                   f"{loads} | {widen} | " + " | ".join(cells) + " |")
             rows += 1
     if rows == 0:

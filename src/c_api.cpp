@@ -85,6 +85,14 @@ tessera_status tessera_gemm_ex(tessera_transpose ta, tessera_transpose tb, int64
   });
 }
 
+tessera_status tessera_hgemm(tessera_transpose ta, tessera_transpose tb, int64_t m, int64_t n,
+                             int64_t k, float alpha, const void* a, int64_t lda, const void* b,
+                             int64_t ldb, float beta, void* c, int64_t ldc) {
+  return guarded([&] {
+    return tessera::hgemm(to_cpp(ta), to_cpp(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  });
+}
+
 tessera_status tessera_sgemm_strided_batched(tessera_transpose ta, tessera_transpose tb, int64_t m,
                                              int64_t n, int64_t k, float alpha, const float* a,
                                              int64_t lda, int64_t stride_a, const float* b,

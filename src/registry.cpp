@@ -24,6 +24,7 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "gemm_rows_stream",
                                         "gemm_rows_stream_b_f16",
                                         "gemm_rows_stream_b_bf16",
+                                        "hgemm_packed",
                                         "convert_f32_f16",
                                         "convert_f16_f32",
                                         "convert_f32_bf16",
@@ -34,16 +35,17 @@ struct Adder {
   const arch::KernelTable& t;
   std::vector<KernelRow>& out;
 
-  // name: f32_<what>_<rows>x<cols>[_mr<mr>]_<table>
-  void add(KernelFamily f, const char* what, int rows, int cols, int mr, int ldb, const void* fn) {
+  // name: <type>_<what>_<rows>x<cols>[_mr<mr>]_<table>, type the elements the FMAs take
+  void add(KernelFamily f, const char* what, int rows, int cols, int mr, int ldb, const void* fn,
+           const char* type = "f32") {
     if (fn == nullptr) return;
     for (const KernelRow& r : out)
       if (r.fn == fn && r.family == f) return;  // one entry point registered once
     char name[96];
     if (mr > 0)
-      std::snprintf(name, sizeof name, "f32_%s_%dx%d_mr%d_%s", what, rows, cols, mr, t.name);
+      std::snprintf(name, sizeof name, "%s_%s_%dx%d_mr%d_%s", type, what, rows, cols, mr, t.name);
     else
-      std::snprintf(name, sizeof name, "f32_%s_%dx%d_%s", what, rows, cols, t.name);
+      std::snprintf(name, sizeof name, "%s_%s_%dx%d_%s", type, what, rows, cols, t.name);
     KernelRow row;
     row.name = name, row.table = t.name, row.features = table_features(t.name);
     row.family = f, row.rows = rows, row.cols = cols, row.mr = mr, row.ldb = ldb, row.fn = fn;
@@ -116,6 +118,10 @@ struct Adder {
     }
     add(KernelFamily::gemm_dot_stream, "gemm_dot_stream", 1, g.dot_cols[1], 0, 0,
         reinterpret_cast<const void*>(g.dot_stream));
+    const arch::HalfGemmKernels& h = t.hgemm;
+    for (int r = 1; r <= h.mr; ++r)
+      add(KernelFamily::hgemm_packed, "hgemm_packed", r, h.nr, h.mr, h.nr,
+          reinterpret_cast<const void*>(h.packed[r]), "f16");
     const arch::ConvertKernels& c = t.convert;
     conversion(KernelFamily::convert_f32_f16, "f16_from_f32",
                reinterpret_cast<const void*>(c.f32_to_f16));

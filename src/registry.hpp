@@ -30,6 +30,7 @@ enum class KernelFamily : uint8_t {
   gemm_rows_stream,         // GemmStreamFn: few rows, B streamed row by row, n whole vectors
   gemm_rows_stream_b_f16,   // GemmStream16Fn: as gemm_rows_stream with B in f16
   gemm_rows_stream_b_bf16,  // GemmStream16Fn: the same with B in bf16
+  hgemm_packed,             // HgemmPackedFn: f16 A, B and C, products summed in fp16
   convert_f32_f16,          // ConvertKernels::f32_to_f16 (arch/common/convert.hpp)
   convert_f16_f32,          // ConvertKernels::f16_to_f32
   convert_f32_bf16,         // ConvertKernels::f32_to_bf16
@@ -45,8 +46,8 @@ struct KernelRow {
   KernelFamily family{};
   int rows = 0;              // r: rows of C
   int cols = 0;              // columns of C it writes at most (NR, or the dot kernel's exact count)
-  int mr = 0;                // packed A: floats per k step of the panel
-  int ldb = 0;               // packed B: floats per k step of the panel
+  int mr = 0;                // packed A: elements per k step of the panel
+  int ldb = 0;               // packed B: elements per k step of the panel
   const void* fn = nullptr;  // the entry point, of the family's type
 };
 

@@ -256,6 +256,85 @@ void test_stream(const KernelRow& row) {
   }
 }
 
+// x rounded to the nearest f16 (ties to even), as a double; |x| past the f16 range gives inf.
+double round_f16(double x) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const int e = std::max(std::ilogb(x), -14);  // below 2^-14 the spacing stays 2^-24
+  const double r = std::ldexp(std::nearbyint(std::ldexp(x, 10 - e)), e - 10);
+  return std::fabs(r) > 65504.0 ? std::copysign(INFINITY, x) : r;
+}
+
+// hgemm_packed: f16 panels, float32 C, the sums in fp16 chunks; within tessera_hgemm's bound
+// (less its final rounding to f16).
+void test_hgemm(const KernelRow& row) {
+  namespace ref = tessera::reference;
+  const auto fn = reinterpret_cast<arch::HgemmPackedFn>(row.fn);
+  const auto half = [](float x) { return ref::f32_to_f16(x); };
+  const double u = std::ldexp(1.0, -11);
+  int combo = 0;
+  for (int64_t k : kKs)
+    for (int64_t nr : column_counts(row.cols, 8)) {
+      const Scalars s = kScalars[combo++ % 3];
+      const auto af = data(size_t(k * row.mr + 1), uint32_t(combo));
+      auto bf = data(size_t(k * row.ldb + 1), uint32_t(combo + 100));
+      std::vector<uint16_t> a(af.size()), b(bf.size());
+      for (size_t i = 0; i < a.size(); ++i) a[i] = half(af[i]);
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < row.ldb; ++j)
+          b[size_t(p * row.ldb + j)] = j < nr ? half(bf[size_t(p * row.ldb + j)]) : 0;
+      const int64_t ldc = row.cols + 3;
+      std::vector<float> c(size_t((row.rows + 2) * ldc), kGuard), c0;
+      for (int64_t i = 0; i < row.rows; ++i)
+        for (int64_t j = 0; j < nr; ++j)
+          c[size_t((i + 1) * ldc + j)] = s.beta == 0.0f ? kNaN : std::sin(float(i + 3 * j));
+      c0 = c;
+      fn(k, a.data(), b.data(), c.data() + ldc, ldc, nr, s.alpha, s.beta);
+      int bad = 0;
+      const double ch = double(std::min<int64_t>(k, 64));
+      const double g = ch * u / (1.0 - ch * u),
+                   e = std::ldexp(std::ceil(double(k) / std::max(ch, 1.0)), -22);
+      for (int64_t i = -1; i <= row.rows; ++i)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const size_t at = size_t((i + 1) * ldc + j);
+          if (i < 0 || i == row.rows || j >= nr) {
+            if (c[at] != kGuard && ++bad <= 3) ADD_FAILURE() << row.name << ": wrote outside C";
+            continue;
+          }
+          double sum = 0, mag = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const double ab = double(ref::f16_to_f32(a[size_t(p * row.mr + i)])) *
+                              double(ref::f16_to_f32(b[size_t(p * row.ldb + j)]));
+            sum += ab, mag += std::fabs(ab);
+          }
+          const double cin = s.beta == 0.0f ? 0.0 : double(c0[at]);
+          const double want = double(s.alpha) * sum + double(s.beta) * cin;
+          const double bound =
+              1.01 * (std::fabs(s.alpha) * mag * (g + e) + std::fabs(s.beta * cin) * e +
+                      u * std::fabs(want) +
+                      double(k + 1) * std::ldexp(1.0, -25) * (std::fabs(s.alpha) + 1));
+          const double got = c[at];
+          if (s.alpha == 1.0f && s.beta == 0.0f) {
+            // The contract's order exactly: each chunk an fp16 FMA chain, the chunks added in
+            // float32 (the first one stored).
+            float want32 = 0.0f;
+            for (int64_t p0 = 0; p0 < k || p0 == 0; p0 += 64) {
+              double chain = 0.0;  // an f16 value; a product of two f16 is exact in double
+              for (int64_t p = p0; p < std::min<int64_t>(k, p0 + 64); ++p)
+                chain = round_f16(chain + double(ref::f16_to_f32(a[size_t(p * row.mr + i)])) *
+                                              double(ref::f16_to_f32(b[size_t(p * row.ldb + j)])));
+              want32 = p0 == 0 ? float(chain) : want32 + float(chain);
+            }
+            if (got != double(want32) && ++bad <= 3)
+              ADD_FAILURE() << row.name << ": C(" << i << ", " << j << ") = " << got
+                            << ", the fp16 chain gives " << want32 << " (k " << k << ")";
+          }
+          if (!(std::fabs(got - want) <= bound) && ++bad <= 3)
+            ADD_FAILURE() << row.name << ": C(" << i << ", " << j << ") = " << got << ", want "
+                          << want << " (k " << k << ", nr " << nr << ")";
+        }
+    }
+}
+
 TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
   const auto registry = tessera::detail::kernel_registry();
   ASSERT_FALSE(registry.empty());
@@ -295,6 +374,9 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
       case KernelFamily::gemm_rows_stream_b_f16:
       case KernelFamily::gemm_rows_stream_b_bf16:
         test_stream(row);
+        break;
+      case KernelFamily::hgemm_packed:
+        test_hgemm(row);
         break;
       default:  // the conversions: tests/convert_test.cpp
         continue;

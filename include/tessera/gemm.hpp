@@ -33,4 +33,10 @@ TESSERA_API Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int
                            DType a_type, const void* a, int64_t lda, DType b_type, const void* b,
                            int64_t ldb, float beta, float* c, int64_t ldc);
 
+// C = alpha op(A) op(B) + beta C with A, B and C f16, summed in fp16 where the kernel table has
+// fp16 arithmetic; see tessera_hgemm for the error bound.
+TESSERA_API Status hgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const void* a, int64_t lda, const void* b, int64_t ldb, float beta,
+                         void* c, int64_t ldc);
+
 }  // namespace tessera

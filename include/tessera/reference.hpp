@@ -25,6 +25,13 @@ TESSERA_API float bf16_to_f32(uint16_t h);
 TESSERA_API float element(tessera_dtype t, const void* p, int64_t i);
 TESSERA_API void store_element(tessera_dtype t, void* p, int64_t i, float x);
 
+// C = f16(alpha op(A) op(B) + beta C) with A, B and C f16 (bits in uint16_t): exact products
+// summed in double, rounded to f16 (through float32) once. tessera_hgemm's specification; the
+// error it allows against this is stated in tessera.h.
+TESSERA_API void hgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
+                       uint16_t* c, int64_t ldc);
+
 TESSERA_API void softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,
                          int64_t ldy, float scale);
 TESSERA_API void log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,

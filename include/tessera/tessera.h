@@ -147,6 +147,22 @@ TESSERA_API tessera_status tessera_gemm_ex(tessera_transpose ta, tessera_transpo
                                            const void* b, int64_t ldb, float beta, float* c,
                                            int64_t ldc);
 
+/* Half-precision GEMM: C = alpha * op(A) * op(B) + beta * C with A, B and C all f16 (IEEE half
+ * bits; lda, ldb, ldc count halves), the result rounded once to f16; beta = 0 never reads C,
+ * alpha = 0 reads neither A nor B. Where the kernel table has fp16 arithmetic (neon64_v82:
+ * ARMv8.2 FEAT_FP16) the products are summed in fp16, twice the lanes of float32 per FMA, over
+ * chunks of c = min(k, 64) steps whose sums are added in float32; each C element is then within
+ *   1.01 (|alpha| S (g_c + e) + |beta C| e + 2^-11 |C exact| + (k + 1) 2^-25 (|alpha| + 1))
+ * of the exact result, S = sum_p |A(i,p) B(p,j)|, g_c = c u / (1 - c u) with u = 2^-11 (fp16's
+ * unit roundoff: g_64 = 3.2%), e = 2^-22 ceil(k / c) (the float32 adds), the last term fp16's
+ * subnormal spacing; a chunk's partial sum beyond 65504 gives inf. Other tables sum in float32
+ * (tessera_gemm_ex on the widened operands), well inside that bound.
+ * tessera::reference::hgemm is the exact result. The same C for any thread count. */
+TESSERA_API tessera_status tessera_hgemm(tessera_transpose ta, tessera_transpose tb, int64_t m,
+                                         int64_t n, int64_t k, float alpha, const void* a,
+                                         int64_t lda, const void* b, int64_t ldb, float beta,
+                                         void* c, int64_t ldc);
+
 /* The same over batch problems; problem i uses a + i*stride_a, b + i*stride_b, c + i*stride_c.
  * stride_a or stride_b may be 0 (a shared operand); C blocks must not overlap. */
 TESSERA_API tessera_status tessera_sgemm_strided_batched(

@@ -32,4 +32,26 @@ void sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int
   }
 }
 
+void hgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
+           const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, uint16_t* c,
+           int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0;
+      if (alpha != 0.0f) {
+        for (int64_t p = 0; p < k; ++p) {
+          const double aip =
+              f16_to_f32(ta == Transpose::no_trans ? a[i * lda + p] : a[p * lda + i]);
+          const double bpj =
+              f16_to_f32(tb == Transpose::no_trans ? b[p * ldb + j] : b[j * ldb + p]);
+          acc += aip * bpj;
+        }
+      }
+      double result = static_cast<double>(alpha) * acc;
+      if (beta != 0.0f) result += static_cast<double>(beta) * f16_to_f32(c[i * ldc + j]);
+      c[i * ldc + j] = f32_to_f16(static_cast<float>(result));
+    }
+  }
+}
+
 }  // namespace tessera::reference
