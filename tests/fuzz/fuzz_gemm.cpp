@@ -1,6 +1,8 @@
-// libFuzzer harness: tessera_sgemm, tessera_sgemm_strided_batched and the packed-B trio under
-// decoded sizes, transposes, leading dimensions, batch strides, scalars, aliasing and data.
+// libFuzzer harness: tessera_sgemm, tessera_sgemm_strided_batched, the packed-B trio and
+// tessera_hgemm (on the same arena rounded to f16) under decoded sizes, transposes, leading
+// dimensions, batch strides, scalars, aliasing and data.
 #include <algorithm>
+#include <cmath>
 
 #include "fuzz_util.hpp"
 #include "tessera/reference.hpp"
@@ -17,12 +19,59 @@ int64_t span(int64_t rows, int64_t cols, int64_t ld) {
   return s > 10000000 ? -1 : int64_t(s);
 }
 
+struct HCall {
+  tessera_transpose ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  float alpha, beta;
+};
+
+// tessera_hgemm over the arena rounded to f16, B at offset ea, C at c_off: a rejected call writes
+// nothing; an accepted one is within the bound tessera.h states (loosened to 2^-4 of
+// |alpha| sum |A B| + |beta C|, past g_64 = 3.2%) of reference::hgemm.
+void hgemm_case(const std::vector<float>& arena, int64_t a_off, int64_t c_off, int64_t ea,
+                int64_t ec, bool vast, bool alias, const HCall& q) {
+  namespace ref = tessera::reference;
+  std::vector<uint16_t> h(arena.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = ref::f32_to_f16(arena[i]);
+  const std::vector<uint16_t> before(h);
+  uint16_t* a = h.data() + a_off;
+  uint16_t* b = h.data() + ea;
+  uint16_t* c = h.data() + c_off;
+  const tessera_status s =
+      tessera_hgemm(q.ta, q.tb, q.m, q.n, q.k, q.alpha, a, q.lda, b, q.ldb, q.beta, c, q.ldc);
+  if (s != TESSERA_OK) {
+    if (h != before) fz::violated("a rejected hgemm wrote", tessera_last_error());
+    fz::rejected(s, {});
+    return;
+  }
+  if (vast || alias) return;
+  std::vector<uint16_t> want(before.begin() + c_off, before.begin() + c_off + ec);
+  const bool at = q.ta == TESSERA_TRANS, bt = q.tb == TESSERA_TRANS;
+  ref::hgemm(tessera::Transpose(q.ta), tessera::Transpose(q.tb), q.m, q.n, q.k, q.alpha,
+             before.data() + a_off, q.lda, before.data() + ea, q.ldb, q.beta, want.data(), q.ldc);
+  for (int64_t i = 0; i < q.m; ++i)
+    for (int64_t j = 0; j < q.n; ++j) {
+      double mag = 0;
+      for (int64_t p = 0; p < q.k; ++p)
+        mag += std::fabs(
+            double(ref::f16_to_f32(before[size_t(a_off + (at ? p * q.lda + i : i * q.lda + p))])) *
+            double(ref::f16_to_f32(before[size_t(ea + (bt ? j * q.ldb + p : p * q.ldb + j))])));
+      const size_t e = size_t(i * q.ldc + j);
+      const double got = ref::f16_to_f32(c[e]), w = ref::f16_to_f32(want[e]);
+      const double c_in = q.beta == 0.0f ? 0.0 : ref::f16_to_f32(before[size_t(c_off) + e]);
+      const double tol = 0.0625 * (std::fabs(q.alpha) * mag + std::fabs(q.beta * c_in)) +
+                         0.002 * std::fabs(w) + 1e-6;
+      if (got == w || !std::isfinite(w) || !std::isfinite(tol)) continue;
+      if (!(std::fabs(got - w) <= tol)) fz::violated("hgemm result", "outside the bound");
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fz::Bytes in(data, size);
   const fz::Workspace ws(data, size);
-  const int form = in.range(0, 2);  // plain, batched, packed
+  const int form = in.range(0, 3);  // plain, batched, packed, f16
   const tessera_transpose ta = in.flag() ? TESSERA_TRANS : TESSERA_NO_TRANS;
   const tessera_transpose tb = form == 2 || !in.flag() ? TESSERA_NO_TRANS : TESSERA_TRANS;
   int64_t m = in.size(70), n = in.size(70), k = in.size(70);
@@ -81,6 +130,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         fz::violated("pack_b rejected a valid call", tessera_last_error());
       return 0;
     }
+  }
+  if (form == 3) {
+    hgemm_case(arena, a - arena.data(), c - arena.data(), ea, ec, vast, alias != 0,
+               {ta, tb, m, n, k, lda, ldb, ldc, alpha, beta});
+    return 0;
   }
   const std::vector<float> c0(c, c + ec);
   std::vector<float> whole_before(arena);
