@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates tests/data/seed_examples.inc: the inputs of the worked examples in ../shared/seeds,
+"""Regenerates tests/data/seed_examples.inc: the inputs of the worked examples in the seed
+notebooks (000-004),
 drawn from numpy's legacy seeded generator exactly as the notebooks drew them (run once with
 Debian's python3-numpy; the numbers are committed so tests need no Python)."""
 import numpy as np

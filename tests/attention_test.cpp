@@ -223,7 +223,7 @@ TEST_P(Attention, BshdStridesGiveTheBhsdNumbers) {
   EXPECT_EQ(oa, pb.o);
 }
 
-// ../shared/seeds/004: the four-word example, scores scaled by 1/sqrt(3), printed output.
+// Seed notebook 004: the four-word example, scores scaled by 1/sqrt(3), printed output.
 TEST_P(Attention, SeedFourWordExample) {
   float q[12], k[12], v[12], o[12];
   auto matmul3 = [](const float* x, const float* w, float* y) {
@@ -243,7 +243,7 @@ TEST_P(Attention, SeedFourWordExample) {
   for (int i = 0; i < 12; ++i) EXPECT_NEAR(o[i], printed[i], 2e-6f) << i;
 }
 
-// ../shared/seeds/003's causal example, computed correctly (the notebook's DotProductAttention
+// Seed notebook 003's causal example, computed correctly (the notebook's DotProductAttention
 // multiplies the scores by V without a softmax): q = [[1,0,0],[0,1,0]], k = [[1,2,3],[4,5,6]],
 // v = [[0,1,0],[1,0,1]]. Row 0 sees key 0 only: v0. Row 1: scores [2, 5]/sqrt(3), weight of
 // key 1 = 1/(1 + exp(-3/sqrt(3))) = 0.849697, so O1 = [0.849697, 0.150303, 0.849697].

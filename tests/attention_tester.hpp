@@ -142,7 +142,8 @@ class AttentionTester {
     return p_;
   }
 
-  // Runs the API and the reference; EXPECTs agreement within `tol` (DESIGN.md norm) on O and lse.
+  // Runs the API and the reference; EXPECTs agreement within `tol` (the norm of docs/design.md)
+  // on O and lse.
   void test(double tol = 1e-5, uint32_t seed = 1) {
     AttentionProblem& p = build(seed);
     ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k_data(), p.v_data(), p.o.data()),

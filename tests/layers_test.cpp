@@ -13,7 +13,7 @@ using tessera::Status;
 class Layers : public tt::IsaTest {};
 TESSERA_INSTANTIATE_PER_ISA(Layers);
 
-// ../shared/seeds/003: scores printed as [4.35790943 5.92373433 4.18673175 2.11437202
+// Seed notebook 003: scores printed as [4.35790943 5.92373433 4.18673175 2.11437202
 // 0.95767155] and the context vector printed below; layer_1's first 16 rows are W_enc.
 TEST_P(Layers, SeedBahdanauExample) {
   const float* w_enc = seed_data::kLayer1;
@@ -171,7 +171,7 @@ TEST_P(Layers, MhaKvCacheDecodeEqualsFullCausal) {
 
 namespace {
 
-// ../shared/seeds/004 is a one-head attention layer with projections: x W_Q, x W_K, x W_V
+// Seed notebook 004 is a one-head attention layer with projections: x W_Q, x W_K, x W_V
 // (the notebook's weights), scale 1/sqrt(3); with W_o = I the layer prints the notebook's output.
 TEST_P(Layers, SeedFourWordExampleAsMhaLayer) {
   tessera::MhaDesc d;

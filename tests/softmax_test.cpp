@@ -16,7 +16,7 @@ using tessera::Status;
 class Softmax : public tt::IsaTest {};
 TESSERA_INSTANTIATE_PER_ISA(Softmax);
 
-// ../shared/seeds/003: softmax([3.0, 1.0, 0.2]) printed as [0.8360188 0.11314284 0.05083836].
+// Seed notebook 003: softmax([3.0, 1.0, 0.2]) printed as [0.8360188 0.11314284 0.05083836].
 TEST_P(Softmax, SeedExample) {
   const float x[] = {3.0f, 1.0f, 0.2f};
   float y[3];

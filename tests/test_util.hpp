@@ -26,7 +26,7 @@ inline std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, 
   return v;
 }
 
-// ||out - ref||_inf / max(1, ||ref||_inf), the DESIGN.md acceptance norm; a NaN where the
+// ||out - ref||_inf / max(1, ||ref||_inf), the acceptance norm of docs/design.md; a NaN where the
 // reference has a number (or the reverse) counts as infinite error.
 inline double rel_err(const float* out, const float* ref, size_t n) {
   double err = 0.0, scale = 1.0;
