@@ -32,6 +32,11 @@ for p in "${presets[@]}"; do
           done ;;
     *) ctest --preset "$p" ;;
   esac
+  # The installed package from an out-of-tree application: find_package and pkg-config, the
+  # static library (release, aarch64 under qemu) and the shared one (noexcept).
+  case "$p" in
+    release|noexcept|aarch64) bash scripts/check_consumer.sh "$p" ;;
+  esac
   # The NEON micro-kernels' k loops, read from the disassembly: no vector register spilled in
   # a packed or wide kernel (scripts/check_neon_loops.sh).
   case "$p" in

@@ -1,6 +1,7 @@
 // The C API: a forwarding layer over the C++ API. Exceptions never cross it (when the build has
 // them, an allocation failure becomes TESSERA_OUT_OF_MEMORY).
 #include <new>
+#include <string>
 
 #include "error.hpp"
 #include "tessera/attention.hpp"
@@ -41,6 +42,14 @@ tessera_status null_desc() {
 }  // namespace
 
 extern "C" {
+
+const char* tessera_version(void) {
+  static const std::string v = std::to_string(TESSERA_VERSION_MAJOR) + "." +
+                               std::to_string(TESSERA_VERSION_MINOR) + "." +
+                               std::to_string(TESSERA_VERSION_PATCH);
+  return v.c_str();
+}
+int tessera_version_number(void) { return TESSERA_VERSION; }
 
 const char* tessera_status_string(tessera_status s) {
   return tessera::status_string(static_cast<Status>(s));

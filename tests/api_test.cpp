@@ -251,3 +251,12 @@ TEST(CApi, IntrospectionAndThreads) {
 }
 
 }  // namespace
+
+// The library linked and the headers agree on the version, and the string is the numbers'.
+TEST(Version, LibraryMatchesHeaders) {
+  EXPECT_EQ(tessera_version_number(), TESSERA_VERSION);
+  const std::string want = std::to_string(TESSERA_VERSION_MAJOR) + "." +
+                           std::to_string(TESSERA_VERSION_MINOR) + "." +
+                           std::to_string(TESSERA_VERSION_PATCH);
+  EXPECT_EQ(std::string(tessera_version()), want);
+}

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "tessera/version.h"
 
 #if defined(_WIN32) && defined(TESSERA_SHARED)
 #if defined(TESSERA_BUILDING)
@@ -84,6 +85,12 @@ typedef enum tessera_align {
   TESSERA_ALIGN_MIN_ENUM = -0x7FFFFFFF - 1,
   TESSERA_ALIGN_MAX_ENUM = 0x7FFFFFFF
 } tessera_align;
+
+/* "major.minor.patch" of the library linked (TESSERA_VERSION_* in tessera/version.h are the
+ * headers' own: compare them to catch a header/library mismatch). */
+TESSERA_API const char* tessera_version(void);
+/* TESSERA_VERSION of the library linked. */
+TESSERA_API int tessera_version_number(void);
 
 /* ---- introspection and threading ---------------------------------------------------------- */
 
