@@ -1,6 +1,6 @@
 // Hand-written baselines for the softmax rows, compiled for AVX-512 with -ffast-math so that GCC
 // vectorises expf into glibc's libmvec (_ZGVeN16v_expf): the usual three-pass softmax users
-// write before reaching for a library, and a read-only pass (the logsumexp ceiling).
+// write before reaching for a library.
 // Only built on x86-64; run only where AVX-512 is available.
 #include <cmath>
 #include <cstdint>
@@ -24,13 +24,6 @@ void mvec_softmax_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, flo
 #pragma omp simd
     for (int64_t j = 0; j < cols; ++j) yr[j] *= inv;
   }
-}
-
-float read_sum(int64_t n, const float* x) {
-  float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += x[i];
-  return s;
 }
 
 }  // namespace bench

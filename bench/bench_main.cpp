@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -96,6 +98,22 @@ void register_decode_types();
 void register_mha();
 void register_gemm_ex();
 
+// The CPU's name as the kernel reports it (x86 "model name"; ARM "CPU part" and implementer).
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, part, implementer;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name") return value;
+    if (key == "CPU part" && part.empty()) part = value;
+    if (key == "CPU implementer" && implementer.empty()) implementer = value;
+  }
+  return part.empty() ? "unknown CPU" : "ARM implementer " + implementer + " part " + part;
+}
+
 }  // namespace bench
 
 int main(int argc, char** argv) {
@@ -112,11 +130,19 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   std::printf("tessera kernel table: %s\n", tessera::isa_name());
-  for (int t : bench::thread_counts())
+  // The same facts in the JSON's context, for scripts/report.py.
+  benchmark::AddCustomContext("cpu_model", bench::cpu_model());
+  benchmark::AddCustomContext("tessera_table", tessera::isa_name());
+  for (int t : bench::thread_counts()) {
     std::printf("measured FMA peak (%s, %d thread%s): %.1f GFLOP/s\n", tessera::isa_name(), t,
                 t > 1 ? "s" : "", bench::peak_flops(t) / 1e9);
-  for (const auto& p : bench::gemm_peers())
+    benchmark::AddCustomContext("fma_peak_gflops_threads_" + std::to_string(t),
+                                std::to_string(bench::peak_flops(t) / 1e9));
+  }
+  for (const auto& p : bench::gemm_peers()) {
     std::printf("peer %-9s answers with: %s\n", p.name.c_str(), p.kernel.c_str());
+    benchmark::AddCustomContext("peer_" + p.name, p.kernel);
+  }
   if (bench::gemm_peers().empty())
     std::printf("no peer libraries found (scripts/install-deps.sh --peers)\n");
   std::fflush(stdout);

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tessera/threading.hpp"
+
 namespace bench {
 namespace {
 
@@ -175,10 +177,13 @@ void add_onednn(std::vector<GemmPeer>& out) {
 const std::vector<GemmPeer>& gemm_peers() {
   static const std::vector<GemmPeer> peers = [] {
     std::vector<GemmPeer> out;
+    // The forced SkylakeX kernels only where the CPU runs AVX-512 (elsewhere they die of an
+    // illegal instruction, as they did on a Zen 3 VM).
+    const bool avx512 = tessera::isa_supported("avx512");
     add_openblas(out, nullptr);
-    add_openblas(out, "SkylakeX");
+    if (avx512) add_openblas(out, "SkylakeX");
     add_blis(out, nullptr);
-    add_blis(out, "skx");
+    if (avx512) add_blis(out, "skx");
     add_onednn(out);
     return out;
   }();

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Turns a tessera_bench JSON (scripts/bench.sh writes build/release/bench.json) into a Markdown
+table and PNG plots: GEMM GFLOP/s against size with every peer and the FMA peak as a line;
+fused against unfused attention GFLOP/s against sequence length; softmax GB/s beside the copy
+bandwidth; decode GB/s against the read bandwidth. Each plot names the CPU, the kernel table and
+the date of the run. Needs Debian's python3-matplotlib.
+
+Usage: scripts/report.py BENCH_JSON OUT_DIR   (writes OUT_DIR/report.md and OUT_DIR/*.png)
+"""
+import collections
+import json
+import os
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(path):
+    with open(path) as f:
+        d = json.load(f)
+    rows = [b for b in d["benchmarks"] if b.get("run_type") == "iteration" or
+            b.get("aggregate_name") == "median"]
+    # With repetitions, keep the medians; without, the single runs.
+    if any(b.get("aggregate_name") == "median" for b in rows):
+        rows = [b for b in rows if b.get("aggregate_name") == "median"]
+    return d["context"], rows
+
+
+def field(name, key):
+    m = re.search(r"(?:^|/)" + key + r":([^/]+)", name)
+    return m.group(1) if m else None
+
+
+def threads_of(name):
+    t = field(name, "threads")
+    return int(t) if t else 1
+
+
+def subtitle(ctx):
+    date = ctx.get("date", "")[:10]
+    return (f"{ctx.get('cpu_model', 'unknown CPU')}, {ctx.get('num_cpus', '?')} CPUs, "
+            f"kernel table {ctx.get('tessera_table', '?')}, {date}")
+
+
+def peak(ctx, threads):
+    v = ctx.get(f"fma_peak_gflops_threads_{threads}")
+    return float(v) if v else None
+
+
+def gflops(b):
+    return b.get("FLOP/s", 0) / 1e9
+
+
+def gbps(b):
+    return b.get("B/s", b.get("bytes_per_second", 0)) / 1e9
+
+
+def finish(fig, ax, ctx, title, path):
+    ax.set_title(title + "\n" + subtitle(ctx), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_gemm(ctx, rows, out):
+    paths = []
+    series = collections.defaultdict(lambda: collections.defaultdict(list))
+    for b in rows:
+        n = b["name"]
+        if not n.startswith("sgemm/square/"):
+            continue
+        lib = n.split("/")[6]  # sgemm/square/m:/n:/k:/NN/<library>/threads:
+        series[threads_of(n)][lib].append((int(field(n, "m")), gflops(b)))
+    for t, libs in sorted(series.items()):
+        fig, ax = plt.subplots(figsize=(10, 4.8))
+        for lib, pts in sorted(libs.items(), key=lambda kv: kv[0] != "tessera"):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                    linewidth=2.5 if lib == "tessera" else 1.2, label=lib)
+        if peak(ctx, t):
+            ax.axhline(peak(ctx, t), color="black", linestyle="--",
+                       label=f"measured FMA peak {peak(ctx, t):.0f} GFLOP/s")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("m = n = k")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_ylim(bottom=0)
+        path = os.path.join(out, f"gemm_threads{t}.png")
+        finish(fig, ax, ctx, f"SGEMM, square, {t} thread{'s' if t > 1 else ''}", path)
+        paths.append(path)
+    return paths
+
+
+def plot_attention(ctx, rows, out):
+    series = collections.defaultdict(list)
+    tmax = max([threads_of(b["name"]) for b in rows if b["name"].startswith("attention/self/")],
+               default=1)
+    for b in rows:
+        n = b["name"]
+        if not n.startswith("attention/self/") or threads_of(n) != tmax:
+            continue
+        kind = ("causal " if "/causal/" in n else "") + ("fused" if "/fused/" in n else "unfused")
+        series[(int(field(n, "d")), kind)].append((int(field(n, "kv")), gflops(b)))
+    if not series:
+        return []
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    for (d, kind), pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if "unfused" not in kind
+                else "x", linestyle="-" if "unfused" not in kind else ":", label=f"d {d}, {kind}")
+    if peak(ctx, tmax):
+        ax.axhline(peak(ctx, tmax), color="black", linestyle="--",
+                   label=f"measured FMA peak {peak(ctx, tmax):.0f} GFLOP/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length (q = kv)")
+    ax.set_ylabel("GFLOP/s (4 L^2 d per head, half for causal)")
+    ax.set_ylim(bottom=0)
+    path = os.path.join(out, "attention.png")
+    finish(fig, ax, ctx, f"Attention prefill, fused vs unfused, {tmax} threads", path)
+    return [path]
+
+
+def plot_softmax(ctx, rows, out):
+    paths = []
+    by_threads = collections.defaultdict(collections.OrderedDict)
+    for b in rows:
+        n = b["name"]
+        if n.startswith("softmax/rows:"):
+            key = f"{field(n, 'rows')} x {field(n, 'cols')}"
+            by_threads[threads_of(n)].setdefault(key, {})[n.split("/")[3]] = gbps(b)
+    for t, shapes in sorted(by_threads.items()):
+        fig, ax = plt.subplots(figsize=(10, 4.8))
+        xs = range(len(shapes))
+        ax.bar([x - 0.2 for x in xs], [v.get("tessera", 0) for v in shapes.values()], 0.4,
+               label="tessera softmax")
+        ax.bar([x + 0.2 for x in xs], [v.get("copy", 0) for v in shapes.values()], 0.4,
+               label="copy of the same rows (memcpy)")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(list(shapes.keys()), fontsize=8)
+        ax.set_xlabel("rows x cols (4 bytes each; up to 64 MB)")
+        ax.set_ylabel("GB/s (read + write)")
+        path = os.path.join(out, f"softmax_threads{t}.png")
+        finish(fig, ax, ctx, f"Softmax against the copy bandwidth, {t} thread{'s' if t > 1 else ''}",
+               path)
+        paths.append(path)
+    return paths
+
+
+def plot_decode(ctx, rows, out):
+    series = collections.defaultdict(list)
+    ceiling = {}
+    for b in rows:
+        n = b["name"]
+        if n.startswith("attention/memory-read/"):
+            ceiling[threads_of(n)] = gbps(b)
+        elif n.startswith("attention/decode-kv-type/"):
+            series[(threads_of(n), n.split("/kv:")[-1].split("/")[0])].append(
+                (int(field(n, "kv")), gbps(b)))
+    if not series:
+        return []
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    for (t, ty), pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                label=f"{ty} K/V, {t} thread{'s' if t > 1 else ''}")
+    for t, v in sorted(ceiling.items()):
+        ax.axhline(v, linestyle="--", color="grey" if t == 1 else "black",
+                   label=f"read bandwidth, {t} thread{'s' if t > 1 else ''}: {v:.1f} GB/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("keys in the cache (32 q-heads, 8 kv-heads, d 128)")
+    ax.set_ylabel("GB/s of K/V bytes read")
+    ax.set_ylim(bottom=0)
+    path = os.path.join(out, "decode.png")
+    finish(fig, ax, ctx, "Decode (one query per head) against the read bandwidth", path)
+    return [path]
+
+
+def table(ctx, rows):
+    lines = [f"# Tessera benchmark report", "", subtitle(ctx), ""]
+    for k in sorted(ctx):
+        if k.startswith("fma_peak_gflops_threads_"):
+            lines.append(f"- measured FMA peak, {k.rsplit('_', 1)[1]} thread(s): "
+                         f"{float(ctx[k]):.1f} GFLOP/s")
+        if k.startswith("peer_"):
+            lines.append(f"- peer {k[5:]} answers with: {ctx[k]}")
+    lines += ["", "| benchmark | time | GFLOP/s | GB/s | % of peak |", "|---|---|---|---|---|"]
+    for b in rows:
+        pk = b.get("peak%")
+        lines.append(f"| {b['name'].replace('/real_time', '')} | "
+                     f"{b.get('real_time', 0):.4g} {b.get('time_unit', '')} | "
+                     f"{gflops(b):.1f} | {gbps(b):.2f} | {'' if pk is None else f'{pk:.0f}%'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ctx, rows = load(sys.argv[1])
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    plots = (plot_gemm(ctx, rows, out) + plot_attention(ctx, rows, out) +
+             plot_softmax(ctx, rows, out) + plot_decode(ctx, rows, out))
+    md = table(ctx, rows)
+    md += "\n" + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plots) + "\n"
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(md)
+    print(f"report: {os.path.join(out, 'report.md')} and {len(plots)} plots")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
