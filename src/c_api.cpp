@@ -181,6 +181,17 @@ tessera_status tessera_additive_attention(int64_t enc_len, int64_t enc_dim, int6
   });
 }
 
+tessera_status tessera_additive_attention_batch(int64_t batch, int64_t enc_len, int64_t enc_dim,
+                                                int64_t dec_dim, int64_t attn_dim, const float* enc,
+                                                const float* keys, const int32_t* enc_lens,
+                                                const float* dec, const float* w_dec,
+                                                const float* v, float* context, float* weights) {
+  return guarded([&] {
+    return tessera::additive_attention_batch(batch, enc_len, enc_dim, dec_dim, attn_dim, enc, keys,
+                                             enc_lens, dec, w_dec, v, context, weights);
+  });
+}
+
 tessera_status tessera_additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim,
                                      const float* enc, const float* w_enc, float* keys) {
   return guarded(

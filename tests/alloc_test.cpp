@@ -118,6 +118,17 @@ TEST(Allocation, SteadyStateCallsAllocateNothing) {
                                                 w.data(), w.data(), ctx.data(), weights.data());
               }),
               0);
+    // The batched step: 3 states over 200 keys (two 128-key score blocks), padded lengths.
+    std::vector<float> benc = tt::random_vec(3 * 200 * 32, 4),
+                       bkeys = tt::random_vec(3 * 200 * 16, 5);
+    std::vector<float> bctx(3 * 32), bweights(3 * 200);
+    const int32_t lens[3] = {200, 0, 77};
+    EXPECT_EQ(steady_allocations([&] {
+                tessera_additive_attention_batch(3, 200, 32, 32, 16, benc.data(), bkeys.data(),
+                                                 lens, w.data(), w.data(), w.data(), bctx.data(),
+                                                 bweights.data());
+              }),
+              0);
     for (int64_t q_len : {1, 300}) {  // decode (split KV) and prefill
       tessera_attention_desc d;
       ASSERT_EQ(tessera_attention_desc_init(&d, 1, 4, 2, q_len, 1500, 64, 64), TESSERA_OK);
@@ -332,6 +343,12 @@ TEST(Allocation, BoundWorkspaceCallsAllocateNothing) {
        [&] {
          return tessera_additive_attention(64, 32, 32, 16, enc.data(), w.data(), w.data(), w.data(),
                                            w.data(), ctx.data(), weights.data());
+       }},
+      {"additive batch",
+       [&] {
+         return tessera_additive_attention_batch(1, 64, 32, 32, 16, enc.data(), keys.data(),
+                                                 nullptr, w.data(), w.data(), w.data(), ctx.data(),
+                                                 weights.data());
        }},
       {"mha_forward",
        [&] { return tessera_mha_forward(&mha, x.data(), x.data(), y.data(), nullptr, 0); }},

@@ -15,6 +15,12 @@ TESSERA_API Status additive_attention_step(int64_t enc_len, int64_t enc_dim, int
                                            int64_t attn_dim, const float* enc, const float* keys,
                                            const float* dec, const float* w_dec, const float* v,
                                            float* context, float* weights = nullptr);
+// Several decoder states at once; see tessera_additive_attention_batch.
+TESSERA_API Status additive_attention_batch(int64_t batch, int64_t enc_len, int64_t enc_dim,
+                                            int64_t dec_dim, int64_t attn_dim, const float* enc,
+                                            const float* keys, const int32_t* enc_lens,
+                                            const float* dec, const float* w_dec, const float* v,
+                                            float* context, float* weights = nullptr);
 
 using MhaDesc = tessera_mha_desc;
 

@@ -50,6 +50,13 @@ TESSERA_API void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64
                                          int64_t attn_dim, const float* enc, const float* keys,
                                          const float* dec, const float* w_dec, const float* v,
                                          float* context, float* weights);
+// additive_attention_step per state over its first enc_lens[b] keys (NULL: all), weights past
+// them 0.
+TESSERA_API void additive_attention_batch(int64_t batch, int64_t enc_len, int64_t enc_dim,
+                                          int64_t dec_dim, int64_t attn_dim, const float* enc,
+                                          const float* keys, const int32_t* enc_lens,
+                                          const float* dec, const float* w_dec, const float* v,
+                                          float* context, float* weights);
 TESSERA_API void additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
                                     int64_t attn_dim, const float* enc, const float* dec,
                                     const float* w_enc, const float* w_dec, const float* v,

@@ -275,6 +275,18 @@ TESSERA_API tessera_status tessera_additive_attention_step(int64_t enc_len, int6
                                                            const float* v, float* context,
                                                            float* weights);
 
+/* One step for `batch` decoder states at once, each against its own encoded sequence:
+ * enc [batch][enc_len][enc_dim], keys [batch][enc_len][attn_dim] (tessera_additive_keys of each
+ * sequence), dec [batch][dec_dim], context [batch][enc_dim], weights [batch][enc_len] or NULL.
+ * enc_lens (NULL: all enc_len) gives each sequence's valid length, in [0, enc_len]: keys past it
+ * are ignored and their weights written as 0; a length of 0 gives a zero context. The same
+ * result on any thread count; no allocation once the thread's scratch (or a bound workspace)
+ * has grown to the step's size. */
+TESSERA_API tessera_status tessera_additive_attention_batch(
+    int64_t batch, int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,
+    const float* enc, const float* keys, const int32_t* enc_lens, const float* dec,
+    const float* w_dec, const float* v, float* context, float* weights);
+
 /* ---- multi-head attention layer ------------------------------------------------------------- */
 
 /* out = concat_h(attention(x_q W_q + b_q, x_kv W_k + b_k, x_kv W_v + b_v)) W_o + b_o.

@@ -54,4 +54,19 @@ void additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64
                           context, weights);
 }
 
+void additive_attention_batch(int64_t batch, int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
+                              int64_t attn_dim, const float* enc, const float* keys,
+                              const int32_t* enc_lens, const float* dec, const float* w_dec,
+                              const float* v, float* context, float* weights) {
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t n = enc_lens ? enc_lens[b] : enc_len;
+    float* w = weights ? weights + b * enc_len : nullptr;
+    additive_attention_step(n, enc_dim, dec_dim, attn_dim, enc + b * enc_len * enc_dim,
+                            keys + b * enc_len * attn_dim, dec + b * dec_dim, w_dec, v,
+                            context + b * enc_dim, w);
+    if (w)
+      for (int64_t j = n; j < enc_len; ++j) w[j] = 0.0f;
+  }
+}
+
 }  // namespace tessera::reference

@@ -1,0 +1,93 @@
+// Bahdanau additive attention, decoding: `batch` decoder states a step (8), each against its own
+// encoded sequence of enc_len positions (64 to 1024), dims 256, on 1 and all threads. The
+// `batched` rows make one tessera_additive_attention_batch call a step; the `one-by-one` rows
+// the same work as tessera_additive_attention_step per state. steps_per_s counts decoder states.
+// The `pair` rows alternate the two in ~15 ms slices and report the median of 15 per-pair
+// speedups (one-by-one time / batched time).
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "tessera/layers.hpp"
+
+namespace bench {
+namespace {
+
+constexpr int64_t kBatch = 8, kDim = 256;
+
+struct Problem {
+  int64_t len;
+  std::vector<float> enc, keys, dec, w_dec, v, ctx, w;
+  explicit Problem(int64_t l)
+      : len(l),
+        enc(random_floats(size_t(kBatch * l * kDim), 1)),
+        keys(random_floats(size_t(kBatch * l * kDim), 2)),
+        dec(random_floats(size_t(kBatch * kDim), 3)),
+        w_dec(random_floats(size_t(kDim * kDim), 4, -0.06f, 0.06f)),
+        v(random_floats(size_t(kDim), 5)),
+        ctx(size_t(kBatch * kDim)),
+        w(size_t(kBatch * l)) {}
+  void batched() {
+    tessera::additive_attention_batch(kBatch, len, kDim, kDim, kDim, enc.data(), keys.data(),
+                                      nullptr, dec.data(), w_dec.data(), v.data(), ctx.data(),
+                                      w.data());
+    benchmark::DoNotOptimize(ctx.data());
+  }
+  void one_by_one() {
+    for (int64_t b = 0; b < kBatch; ++b)
+      tessera::additive_attention_step(
+          len, kDim, kDim, kDim, enc.data() + b * len * kDim, keys.data() + b * len * kDim,
+          dec.data() + b * kDim, w_dec.data(), v.data(), ctx.data() + b * kDim, w.data() + b * len);
+    benchmark::DoNotOptimize(ctx.data());
+  }
+};
+
+std::string name_of(const char* what, int64_t len, const char* how, int threads) {
+  return std::string("additive/") + what + "/batch:8/enc:" + std::to_string(len) + "/dims:256/" +
+         how + "/threads:" + std::to_string(threads);
+}
+
+void register_rows(int64_t len, int threads) {
+  for (bool batched : {true, false})
+    benchmark::RegisterBenchmark(
+        name_of("step", len, batched ? "batched" : "one-by-one", threads).c_str(),
+        [len, threads, batched](benchmark::State& state) {
+          Problem p(len);
+          run_in_arena(state, threads, [&] {
+            if (batched)
+              p.batched();
+            else
+              p.one_by_one();
+          });
+          state.counters["steps_per_s"] =
+              benchmark::Counter(double(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+        })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      name_of("step-pair", len, "batched-vs-one-by-one", threads).c_str(),
+      [len, threads](benchmark::State& state) {
+        Problem p(len);
+        std::vector<double> speedups;
+        run_in_arena(state, threads, [&] {
+          for (int pair = 0; pair < 15; ++pair) {
+            const double loop = seconds_per_call([&] { p.one_by_one(); }, 15);
+            const double batch = seconds_per_call([&] { p.batched(); }, 15);
+            speedups.push_back(loop / batch);
+          }
+        });
+        state.counters["speedup"] = median(speedups);
+      })
+      ->Iterations(1)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+void register_additive() {
+  for (int threads : thread_counts())
+    for (int64_t len : {64, 256, 1024}) register_rows(len, threads);
+}
+
+}  // namespace bench
