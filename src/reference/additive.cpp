@@ -29,12 +29,24 @@ void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, 
     e[j] = ej;
     if (ej > m) m = ej;
   }
-  if (enc_len == 0) {  // nothing to attend to: a zero context, as attention's empty rows
+  bool nan = false;
+  for (int64_t j = 0; j < enc_len; ++j) nan |= std::isnan(e[j]);
+  if (enc_len == 0 || (m == -std::numeric_limits<double>::infinity() && !nan)) {
+    // Nothing to attend to (no key, or every score -inf; a NaN score makes all NaN below): a
+    // zero context and zero weights, as
+    // attention's empty rows and softmax's all -inf rows.
     for (int64_t c = 0; c < enc_dim; ++c) context[c] = 0.0f;
+    if (weights)
+      for (int64_t j = 0; j < enc_len; ++j) weights[j] = 0.0f;
     return;
   }
   double sum = 0.0;
-  for (int64_t j = 0; j < enc_len; ++j) sum += (e[j] = std::exp(e[j] - m));
+  if (m == std::numeric_limits<double>::infinity()) {
+    // +inf scores take all the mass, shared equally (the softmax reference's limit).
+    for (int64_t j = 0; j < enc_len; ++j) sum += (e[j] = e[j] == m ? 1.0 : 0.0);
+  } else {
+    for (int64_t j = 0; j < enc_len; ++j) sum += (e[j] = std::exp(e[j] - m));
+  }
   for (int64_t c = 0; c < enc_dim; ++c) {
     double acc = 0.0;
     for (int64_t j = 0; j < enc_len; ++j) acc += e[j] * enc[j * enc_dim + c];

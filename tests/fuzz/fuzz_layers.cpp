@@ -1,9 +1,11 @@
-// libFuzzer harness: the layers' C entry points (additive attention, its keys and step, and the
-// multi-head attention layer with and without a KV cache) under decoded sizes, NULLs, outputs
-// placed over inputs, caches that alias, short workspaces, and NaN or infinite inputs.
+// libFuzzer harness: the layers' C entry points (additive attention, its keys and step, the
+// batched step with valid lengths, and the multi-head attention layer with and without a KV cache)
+// under decoded sizes, NULLs, outputs placed over inputs, caches that alias, short workspaces, and
+// NaN or infinite inputs.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "fuzz_util.hpp"
 #include "tessera/reference.hpp"
@@ -224,6 +226,53 @@ void mha(fz::Bytes& in) {
   }
 }
 
+// The batched step: decoded sizes and valid lengths (some out of range), weights NULL or placed
+// over an input; a rejected call writes nothing, an accepted one matches the reference.
+void additive_batch(fz::Bytes& in) {
+  const int64_t batch = in.range(-1, 4), len = in.range(0, 300), enc_dim = in.range(0, 20);
+  const int64_t dec_dim = in.range(0, 20), attn_dim = in.range(0, 20);
+  const int64_t b = std::max<int64_t>(batch, 0);
+  // keys also holds the weights when they are placed over it (even with attn_dim = 0).
+  std::vector<float> enc(size_t(b * len * enc_dim + 1));
+  std::vector<float> keys(size_t(b * len * std::max<int64_t>(attn_dim, 1) + 1));
+  std::vector<float> dec(size_t(b * dec_dim + 1)), w_dec(size_t(dec_dim * attn_dim + 1));
+  std::vector<float> v(size_t(attn_dim + 1));
+  // Special values (as the one-state harness) only in dec, w_dec and v, where they reach the
+  // scores; enc and keys finite.
+  const bool specials = in.byte() < 32;
+  in.fill(enc, 1.0f, false), in.fill(keys, 1.0f, false), in.fill(dec, 1.0f, specials);
+  in.fill(w_dec, 0.3f, specials), in.fill(v, 1.0f, specials);
+  std::vector<int32_t> lens(size_t(b + 1));
+  for (auto& l : lens) l = int32_t(in.range(-1, len + 1));  // -1 and len + 1 must be rejected
+  const bool with_lens = in.flag();
+  std::vector<float> ctx(size_t(b * enc_dim + 1), 7.0f), w(size_t(b * len + 1), 7.0f);
+  const int where = in.range(0, 2);  // weights: own buffer, NULL, over keys
+  float* wts = where == 0 ? w.data() : where == 1 ? nullptr : keys.data();
+  const std::vector<float> ctx0(ctx), w0(w), keys0(keys);
+  const tessera_status s = tessera_additive_attention_batch(
+      batch, len, enc_dim, dec_dim, attn_dim, enc.data(), keys.data(),
+      with_lens ? lens.data() : nullptr, dec.data(), w_dec.data(), v.data(), ctx.data(), wts);
+  if (s != TESSERA_OK) {
+    const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;  // NaN bits too
+    };
+    if (!same(ctx, ctx0) || !same(w, w0) || !same(keys, keys0))
+      fz::violated("a rejected batched step wrote", tessera_last_error());
+    fz::rejected(s, {});
+    return;
+  }
+  if (where == 2 && b * len * attn_dim > 0 && len > 0)
+    fz::violated("weights over keys accepted", "");
+  std::vector<float> ref_ctx(ctx.size()), ref_w(w.size());
+  tessera::reference::additive_attention_batch(b, len, enc_dim, dec_dim, attn_dim, enc.data(),
+                                               keys0.data(), with_lens ? lens.data() : nullptr,
+                                               dec.data(), w_dec.data(), v.data(), ref_ctx.data(),
+                                               ref_w.data());
+  fz::expect_close(ctx.data(), ref_ctx.data(), size_t(b * enc_dim), 1e-4, "batched context");
+  if (wts == w.data())
+    fz::expect_close(w.data(), ref_w.data(), size_t(b * len), 1e-4, "batched weights");
+}
+
 // The introspection calls with any name and any status value; the table always ends as it was.
 void introspection(fz::Bytes& in) {
   char name[24] = {};
@@ -248,6 +297,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t which = in.byte();
   if (which < 16)
     introspection(in);
+  else if (which < 64)
+    additive_batch(in);
   else if (which & 1)
     additive(in);
   else
