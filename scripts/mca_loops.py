@@ -152,12 +152,13 @@ def main():
     for name, body in functions(a.objdump, a.object):
         if not re.search(a.match, name):
             continue
-        # The function's k loop: its innermost loop densest in FMAs (the others are tails, or
-        # epilogues that load C around their FMAs).
+        # The function's k loop: of its innermost loops that store nothing (epilogues load and
+        # store C around their FMAs), the one with the most FMAs (the others are tails).
         best = None
         for s, e in innermost_loops(body):
             count = sum(1 for ins in body[s:e] if is_fma(ins[1]))
-            key = (count / max(1, e - s), count)
+            stores = any(re.match(r"^(st|vst)", ins[1]) for ins in body[s:e])
+            key = (not stores, count)
             if count and (best is None or key > best[0]):
                 best = (key, s, e)
         for n, (_, s, e) in enumerate([best] if best else []):
