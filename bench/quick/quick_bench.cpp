@@ -6,10 +6,6 @@
 // several timed runs. Installed with the library and cross-compiled with it; no peers, no
 // Google Benchmark. --smoke runs the same rows on small shapes (CI runs it under qemu, where the
 // numbers are not timings).
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/parallel_reduce.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <chrono>
@@ -76,49 +72,44 @@ struct Machine {
   double peak_flops, read_bps, copy_bps;
 };
 
+// Runs f(t) on `threads` std::threads at once and joins them (plain threads: the measurement
+// is of the machine, and a join orders every write for ThreadSanitizer).
+template <class F>
+void on_threads(int threads, const F& f) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back([&f, t] { f(t); });
+  for (auto& th : pool) th.join();
+}
+
 // Best of 5: on a shared machine interference only lowers a ceiling.
 Machine measure_machine(int threads) {
   const auto& table = tessera::detail::active_table();
-  tbb::task_arena arena(threads);
   Machine m{0, 0, 0};
   const int64_t iters = g_smoke ? 1000 : 20000000;
   const size_t floats = g_smoke ? (1 << 16) : (size_t(128) << 20) / 4;  // 128 MB: past any cache
   std::vector<float> src = data(floats, 1), dst(floats);
+  const auto lo = [&](int t) { return floats * size_t(t) / size_t(threads); };
   for (int rep = 0; rep < 5; ++rep) {
     auto t0 = Clock::now();
-    arena.execute([&] {
-      tbb::parallel_for(0, threads, [&](int) {
-        volatile float sink = table.peak_fma(iters);
-        (void)sink;
-      });
-    });
+    std::vector<float> sink(static_cast<size_t>(threads), 0.0f);
+    on_threads(threads, [&](int t) { sink[size_t(t)] = table.peak_fma(iters); });
     m.peak_flops = std::max(
         m.peak_flops, double(iters) * table.peak_flops_per_iter * threads / seconds_since(t0));
-    // Read: eight float sums (vectorised) over chunks of 64K floats, as the threads take them.
+    // Read: eight float sums (vectorised) over each thread's share.
     t0 = Clock::now();
-    const double total = arena.execute([&] {
-      return tbb::parallel_reduce(
-          tbb::blocked_range<size_t>(0, floats, 1 << 16), 0.0,
-          [&](const tbb::blocked_range<size_t>& r, double acc) {
-            float part[8] = {};
-            for (size_t i = r.begin(); i + 8 <= r.end(); i += 8)
-              for (int u = 0; u < 8; ++u) part[u] += src[i + size_t(u)];
-            for (float x : part) acc += double(x);
-            return acc;
-          },
-          [](double a, double b) { return a + b; });
+    on_threads(threads, [&](int t) {
+      float part[8] = {};
+      for (size_t i = lo(t); i + 8 <= lo(t + 1); i += 8)
+        for (int u = 0; u < 8; ++u) part[u] += src[i + size_t(u)];
+      for (float x : part) sink[size_t(t)] += x;
     });
     m.read_bps = std::max(m.read_bps, double(floats) * 4 / seconds_since(t0));
-    if (total == 42.0) std::printf(" ");  // keeps the reads
     t0 = Clock::now();
-    arena.execute([&] {
-      tbb::parallel_for(0, threads, [&](int t) {
-        const size_t lo = floats * size_t(t) / size_t(threads),
-                     hi = floats * size_t(t + 1) / size_t(threads);
-        std::memcpy(dst.data() + lo, src.data() + lo, (hi - lo) * 4);
-      });
+    on_threads(threads, [&](int t) {
+      std::memcpy(dst.data() + lo(t), src.data() + lo(t), (lo(t + 1) - lo(t)) * 4);
     });
     m.copy_bps = std::max(m.copy_bps, double(floats) * 8 / seconds_since(t0));  // read + write
+    if (sink[0] == 42.0f) std::printf(" ");                                     // keeps the work
   }
   return m;
 }
