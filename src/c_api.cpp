@@ -230,4 +230,44 @@ tessera_status tessera_mha_forward(const tessera_mha_desc* desc, const float* x_
       [&] { return tessera::mha_forward(*desc, x_q, x_kv, out, workspace, workspace_bytes); });
 }
 
+struct tessera_mha_layer {
+  tessera::MhaLayer layer;
+};
+
+tessera_status tessera_mha_create(const tessera_mha_desc* desc, tessera_mha_layer** layer) {
+  if (!desc) return null_desc();
+  if (!layer) return to_c(tessera::detail::fail(Status::invalid_argument, "layer is NULL"));
+  return guarded([&] {
+    auto* made = new (std::nothrow) tessera_mha_layer;
+    if (!made) return tessera::detail::fail(Status::out_of_memory, "layer: cannot allocate");
+    const Status s = made->layer.init(*desc);
+    if (s != Status::ok) {
+      delete made;
+      return s;
+    }
+    *layer = made;
+    return s;
+  });
+}
+
+void tessera_mha_destroy(tessera_mha_layer* layer) { delete layer; }
+
+tessera_status tessera_mha_layer_workspace_size(const tessera_mha_layer* layer,
+                                                const tessera_mha_desc* desc, size_t* bytes) {
+  if (!layer) return to_c(tessera::detail::fail(Status::invalid_argument, "layer is NULL"));
+  if (!desc) return null_desc();
+  if (!bytes) return to_c(tessera::detail::fail(Status::invalid_argument, "bytes is NULL"));
+  return guarded([&] { return layer->layer.workspace_size(*desc, *bytes); });
+}
+
+tessera_status tessera_mha_layer_forward(const tessera_mha_layer* layer,
+                                         const tessera_mha_desc* desc, const float* x_q,
+                                         const float* x_k, const float* x_v, float* out,
+                                         void* workspace, size_t workspace_bytes) {
+  if (!layer) return to_c(tessera::detail::fail(Status::invalid_argument, "layer is NULL"));
+  if (!desc) return null_desc();
+  return guarded(
+      [&] { return layer->layer.forward(*desc, x_q, x_k, x_v, out, workspace, workspace_bytes); });
+}
+
 }  // extern "C"

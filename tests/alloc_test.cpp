@@ -153,6 +153,31 @@ TEST(Allocation, SteadyStateCallsAllocateNothing) {
                 0)
           << "mha_forward cached = " << cached;
     }
+    // The prepared layer given a workspace: its calls allocate nothing, with or without a cache,
+    // for a prefill and a decode step.
+    for (const bool cached : {false, true}) {
+      for (const int64_t q_len : {1, 9}) {
+        tessera_mha_desc d;
+        ASSERT_EQ(tessera_mha_desc_init(&d, 2, q_len, q_len, 64, 4), TESSERA_OK);
+        d.kv_heads = 2, d.causal = 1;
+        const std::vector<float> w = tt::random_vec(64 * 64, 8), x = tt::random_vec(18 * 64, 9);
+        std::vector<float> kc(2 * 2 * 16 * 16), vc(kc.size()), out(18 * 64);
+        d.w_q = d.w_k = d.w_v = d.w_o = w.data();
+        tessera_mha_layer* layer = nullptr;
+        ASSERT_EQ(tessera_mha_create(&d, &layer), TESSERA_OK) << tessera_last_error();
+        if (cached) d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = 16;
+        size_t bytes = 0;
+        ASSERT_EQ(tessera_mha_layer_workspace_size(layer, &d, &bytes), TESSERA_OK);
+        std::vector<char> ws(bytes);
+        EXPECT_EQ(steady_allocations([&] {
+                    tessera_mha_layer_forward(layer, &d, x.data(), x.data(), x.data(), out.data(),
+                                              ws.data(), ws.size());
+                  }),
+                  0)
+            << "mha_layer_forward cached = " << cached << " q_len = " << q_len;
+        tessera_mha_destroy(layer);
+      }
+    }
   });
 }
 

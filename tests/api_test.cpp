@@ -240,6 +240,66 @@ TEST(CApi, LayersRejectBadArguments) {
   EXPECT_GT(bytes, 0u);
 }
 
+TEST(CApi, PreparedLayerRejectsBadArguments) {
+  tessera_mha_desc d;
+  ASSERT_EQ(tessera_mha_desc_init(&d, 1, 2, 2, 4, 2), TESSERA_OK);
+  std::vector<float> w(16, 0.1f), x(8, 1), x2(8, 2), out(8), lse(4);
+  d.w_q = d.w_k = d.w_v = d.w_o = w.data();
+  tessera_mha_layer* layer = nullptr;
+  tessera_mha_desc bad = d;
+  bad.w_k = nullptr;
+  EXPECT_EQ(tessera_mha_create(&bad, &layer), TESSERA_INVALID_ARGUMENT);
+  EXPECT_TRUE(names(tessera_last_error(), "desc->w_k")) << tessera_last_error();
+  EXPECT_EQ(layer, nullptr);
+  EXPECT_EQ(tessera_mha_create(&d, nullptr), TESSERA_INVALID_ARGUMENT);
+  ASSERT_EQ(tessera_mha_create(&d, &layer), TESSERA_OK) << tessera_last_error();
+  // The call's weight pointers are not read.
+  tessera_mha_desc call = d;
+  call.w_q = call.w_k = call.w_v = call.w_o = nullptr;
+  EXPECT_EQ(tessera_mha_layer_forward(layer, &call, x.data(), x.data(), x2.data(), out.data(),
+                                      nullptr, 0),
+            TESSERA_OK)
+      << tessera_last_error();
+  bad = call;
+  bad.head_dim = 1;
+  EXPECT_REJECTED(
+      tessera_mha_layer_forward(layer, &bad, x.data(), x.data(), x.data(), out.data(), nullptr, 0),
+      "desc->head_dim", out);
+  EXPECT_REJECTED(
+      tessera_mha_layer_forward(layer, &call, x.data(), nullptr, x.data(), out.data(), nullptr, 0),
+      "x_k", out);
+  EXPECT_REJECTED(tessera_mha_layer_forward(nullptr, &call, x.data(), x.data(), x.data(),
+                                            out.data(), nullptr, 0),
+                  "layer", out);
+  bad = call;
+  bad.lse = out.data();  // lse may not overlap out
+  EXPECT_REJECTED(
+      tessera_mha_layer_forward(layer, &bad, x.data(), x.data(), x.data(), out.data(), nullptr, 0),
+      "out", out);
+  bad = call;
+  bad.lse = x2.data();  // nor an input
+  EXPECT_REJECTED(
+      tessera_mha_layer_forward(layer, &bad, x.data(), x.data(), x2.data(), out.data(), nullptr, 0),
+      "desc->lse", out);
+  const int32_t too_long = 3;
+  bad = call;
+  bad.kv_lens = &too_long;
+  EXPECT_REJECTED(
+      tessera_mha_layer_forward(layer, &bad, x.data(), x.data(), x.data(), out.data(), nullptr, 0),
+      "desc->kv_lens", out);
+  bad = call;
+  bad.softcap = -1;
+  EXPECT_REJECTED(
+      tessera_mha_layer_forward(layer, &bad, x.data(), x.data(), x.data(), out.data(), nullptr, 0),
+      "desc->softcap", out);
+  size_t bytes = 0;
+  EXPECT_EQ(tessera_mha_layer_workspace_size(layer, &call, &bytes), TESSERA_OK);
+  EXPECT_GT(bytes, 0u);
+  EXPECT_EQ(tessera_mha_layer_workspace_size(layer, &call, nullptr), TESSERA_INVALID_ARGUMENT);
+  tessera_mha_destroy(layer);
+  tessera_mha_destroy(nullptr);
+}
+
 TEST(CApi, IntrospectionAndThreads) {
   EXPECT_STREQ(tessera_status_string(TESSERA_INVALID_ARGUMENT), "TESSERA_INVALID_ARGUMENT");
   EXPECT_STREQ(tessera_status_string(TESSERA_OK), "TESSERA_OK");

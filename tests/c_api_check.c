@@ -23,6 +23,22 @@ int main(void) {
     fprintf(stderr, "bad scale not reported from C\n");
     return 1;
   }
+  {
+    /* A prepared layer from C: one head of width 2, identity weights: out = the one value row. */
+    const float eye[4] = {1, 0, 0, 1}, x[2] = {0.5f, -2.0f};
+    float out[2] = {0, 0};
+    tessera_mha_desc m;
+    tessera_mha_layer* layer = NULL;
+    if (tessera_mha_desc_init(&m, 1, 1, 1, 2, 1) != TESSERA_OK) return 1;
+    m.w_q = m.w_k = m.w_v = m.w_o = eye;
+    if (tessera_mha_create(&m, &layer) != TESSERA_OK ||
+        tessera_mha_layer_forward(layer, &m, x, x, x, out, NULL, 0) != TESSERA_OK ||
+        out[0] != 0.5f || out[1] != -2.0f) {
+      fprintf(stderr, "prepared layer from C failed: %s\n", tessera_last_error());
+      return 1;
+    }
+    tessera_mha_destroy(layer);
+  }
   printf("C API ok (isa %s)\n", tessera_isa_name());
   return 0;
 }

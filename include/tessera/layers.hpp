@@ -30,4 +30,28 @@ TESSERA_API Status mha_workspace_size(const MhaDesc& desc, size_t& bytes);
 TESSERA_API Status mha_forward(const MhaDesc& desc, const float* x_q, const float* x_kv, float* out,
                                void* workspace = nullptr, size_t workspace_bytes = 0);
 
+// A prepared layer (tessera_mha_create): init packs desc's weights; forward runs one call whose
+// sizes, options and cache come from `desc`. Movable, not copyable; const methods may run on
+// several threads at once.
+class TESSERA_API MhaLayer {
+ public:
+  MhaLayer() = default;
+  MhaLayer(const MhaLayer&) = delete;
+  MhaLayer& operator=(const MhaLayer&) = delete;
+  MhaLayer(MhaLayer&& o) noexcept : impl_(o.impl_) { o.impl_ = nullptr; }
+  MhaLayer& operator=(MhaLayer&& o) noexcept;
+  ~MhaLayer();
+
+  Status init(const MhaDesc& desc);  // replaces what the layer held, or on failure keeps it
+  bool ready() const { return impl_ != nullptr; }
+  Status workspace_size(const MhaDesc& desc, size_t& bytes) const;
+  Status forward(const MhaDesc& desc, const float* x_q, const float* x_k, const float* x_v,
+                 float* out, void* workspace = nullptr, size_t workspace_bytes = 0) const;
+
+  struct Impl;
+
+ private:
+  Impl* impl_ = nullptr;
+};
+
 }  // namespace tessera

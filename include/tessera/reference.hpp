@@ -63,7 +63,9 @@ TESSERA_API void additive_attention(int64_t enc_len, int64_t enc_dim, int64_t de
                                     float* context, float* weights);
 
 // The multi-head attention layer, composed of the reference operations (updates the KV cache
-// as the layer does).
+// and writes lse as the layer does); keys from x_k and values from x_v.
+TESSERA_API void mha_forward(const tessera_mha_desc& desc, const float* x_q, const float* x_k,
+                             const float* x_v, float* out);
 TESSERA_API void mha_forward(const tessera_mha_desc& desc, const float* x_q, const float* x_kv,
                              float* out);
 

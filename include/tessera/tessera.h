@@ -289,13 +289,13 @@ TESSERA_API tessera_status tessera_additive_attention_batch(
 
 /* ---- multi-head attention layer ------------------------------------------------------------- */
 
-/* out = concat_h(attention(x_q W_q + b_q, x_kv W_k + b_k, x_kv W_v + b_v)) W_o + b_o.
+/* out = concat_h(attention(x_q W_q + b_q, x_k W_k + b_k, x_v W_v + b_v)) W_o + b_o.
  * Inputs are [batch][seq][features] rows; weights are in_features x out_features row-major
  * (x W, the transpose of a PyTorch Linear's weight); biases may be NULL.
  * With a KV cache ([batch][kv_heads][cache_capacity][dim], k_cache and v_cache both set), the
  * kv_len new keys/values are written at positions [cache_len, cache_len + kv_len) and the
- * queries attend to all cache_len + kv_len of them (causal uses bottom-right alignment);
- * the caller advances cache_len.
+ * queries attend to all cache_len + kv_len of them; the caller advances cache_len. A cache
+ * that cannot hold them is an error, and the cache is left as it was.
  * weight_type: the elements of w_q, w_k, w_v and w_o (f32, f16 or bf16; biases are float32).
  * cache_type: the elements of k_cache and v_cache; new rows are projected in float32 and
  * rounded to it (nearest even). Scores, softmax and sums stay float32. Both default to F32. */
@@ -317,21 +317,61 @@ typedef struct tessera_mha_desc {
   void *k_cache, *v_cache; /* of cache_type */
   int64_t cache_capacity, cache_len;
   tessera_dtype weight_type, cache_type;
+  /* The attention options, as tessera_attention_desc defines them, over the layer's
+   * (batch, q head, query, key) with keys = cache_len + kv_len (with a cache) or kv_len.
+   * align: tessera_mha_desc_init sets BOTTOM_RIGHT, the queries being the newest positions
+   * (the usual causal mask when q_len == kv_len, the decoding convention with a cache). */
+  tessera_align align;
+  const int32_t* kv_lens; /* [batch] valid keys, or NULL for all */
+  const float* bias;
+  int64_t bias_stride[4];
+  const uint8_t* mask;
+  int64_t mask_stride[4];
+  const float* alibi_slopes; /* [q_heads], or NULL */
+  float softcap;             /* > 0: softcap * tanh(s / softcap); 0 off */
+  float* lse;                /* optional output [batch][q_heads][q_len] */
 } tessera_mha_desc;
 
 /* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,
- * kv_heads = heads, no bias, no cache, window -1/-1; weights must then be set. */
+ * kv_heads = heads, no bias, no cache, window -1/-1, align BOTTOM_RIGHT, no options; weights
+ * must then be set. */
 TESSERA_API tessera_status tessera_mha_desc_init(tessera_mha_desc* desc, int64_t batch,
                                                  int64_t q_len, int64_t kv_len, int64_t model_dim,
                                                  int64_t heads);
 TESSERA_API tessera_status tessera_mha_workspace_size(const tessera_mha_desc* desc, size_t* bytes);
 /* workspace may be NULL (then it comes from the calling thread's scratch, see Memory above);
  * otherwise it holds workspace_bytes >= the size reported above, and its contents after any
- * call are unspecified. x_kv may equal x_q (self-attention). A call that fails leaves out and
- * both caches as they were, the rows at [cache_len, cache_len + kv_len) included. */
+ * call are unspecified. x_kv may equal x_q (self-attention). A call that fails leaves out, lse
+ * and both caches as they were, the rows at [cache_len, cache_len + kv_len) included. */
 TESSERA_API tessera_status tessera_mha_forward(const tessera_mha_desc* desc, const float* x_q,
                                                const float* x_kv, float* out, void* workspace,
                                                size_t workspace_bytes);
+
+/* A prepared layer: the weights packed once into the active kernel table's layout (float32
+ * weights into sgemm's packed panels; f16 and bf16 weights kept in 16 bits, which a decode step
+ * reads at half the bytes) and the biases copied, so the caller's arrays may be freed.
+ * tessera_mha_create reads desc's dimensions (q_in_dim, kv_in_dim, out_dim, the heads and head
+ * sizes), weights, biases and weight_type; the other fields are the calls'. The layer is
+ * immutable: several threads may run it at once, each with its own workspace. */
+typedef struct tessera_mha_layer tessera_mha_layer;
+TESSERA_API tessera_status tessera_mha_create(const tessera_mha_desc* desc,
+                                              tessera_mha_layer** layer);
+/* NULL is a no-op. */
+TESSERA_API void tessera_mha_destroy(tessera_mha_layer* layer);
+/* One call of the layer: desc gives the call's sizes, options and cache; its dimensions must be
+ * the layer's, and its weight and bias pointers are not read (they may be NULL). x_k and x_v
+ * ([batch][kv_len][kv_in_dim]) give the keys' and the values' inputs: the same array for
+ * self-attention (x_k == x_v == x_q) or encoder-decoder attention, two arrays when keys and
+ * values come from different sequences. The workspace rules, the failure guarantee and the
+ * result are tessera_mha_forward's, which runs the same code on unpacked weights; given a
+ * workspace, the call allocates nothing once the calling thread's scratch has grown. */
+TESSERA_API tessera_status tessera_mha_layer_workspace_size(const tessera_mha_layer* layer,
+                                                            const tessera_mha_desc* desc,
+                                                            size_t* bytes);
+TESSERA_API tessera_status tessera_mha_layer_forward(const tessera_mha_layer* layer,
+                                                     const tessera_mha_desc* desc, const float* x_q,
+                                                     const float* x_k, const float* x_v, float* out,
+                                                     void* workspace, size_t workspace_bytes);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,7 @@
 #define TESSERA_VERSION_H
 
 #define TESSERA_VERSION_MAJOR 0
-#define TESSERA_VERSION_MINOR 2
+#define TESSERA_VERSION_MINOR 3
 #define TESSERA_VERSION_PATCH 0
 /* One number that compares: 10000 major + 100 minor + patch. */
 #define TESSERA_VERSION \
