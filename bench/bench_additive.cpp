@@ -68,15 +68,10 @@ void register_rows(int64_t len, int threads) {
       name_of("step-pair", len, "batched-vs-one-by-one", threads).c_str(),
       [len, threads](benchmark::State& state) {
         Problem p(len);
-        std::vector<double> speedups;
-        run_in_arena(state, threads, [&] {
-          for (int pair = 0; pair < 15; ++pair) {
-            const double loop = seconds_per_call([&] { p.one_by_one(); }, 15);
-            const double batch = seconds_per_call([&] { p.batched(); }, 15);
-            speedups.push_back(loop / batch);
-          }
-        });
-        state.counters["speedup"] = median(speedups);
+        const Alternated t =
+            alternate(state, threads, {[&] { p.one_by_one(); }, [&] { p.batched(); }});
+        state.counters["speedup"] = 1.0 / t.over_first[1];
+        state.counters["batched_steps_per_s"] = double(kBatch) / t.seconds[1];
       })
       ->Iterations(1)
       ->UseRealTime()

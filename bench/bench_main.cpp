@@ -97,7 +97,7 @@ void register_attention();
 void register_decode_types();
 void register_mha();
 void register_additive();
-void register_mha_prefill();
+void register_mha_layer();
 void register_gemm_ex();
 
 // The CPU's name as the kernel reports it (x86 "model name"; ARM "CPU part" and implementer).
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   bench::register_decode_types();
   bench::register_mha();
   bench::register_additive();
-  bench::register_mha_prefill();
+  bench::register_mha_layer();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   // Two instances of OpenBLAS / BLIS (peers.cpp) each register exit-time teardown of their

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -50,6 +51,33 @@ double seconds_per_call(F&& f, int ms) {
     ++calls;
   } while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(ms));
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
+}
+
+// Times of several ways to do the same work, measured alternately: 15 rounds of a ~15 ms slice
+// of each, the order reversed every round so none always follows another's cache state.
+// seconds[i]: the median slice time of fs[i]; over_first[i]: the median over rounds of
+// t_i / t_0 (the ratio within a round, so a drift of the shared VM's clock cancels).
+struct Alternated {
+  std::vector<double> seconds, over_first;
+};
+inline Alternated alternate(benchmark::State& state, int threads,
+                            const std::vector<std::function<void()>>& fs) {
+  const size_t n = fs.size();
+  std::vector<std::vector<double>> times(n), ratios(n);
+  run_in_arena(state, threads, [&] {
+    for (int round = 0; round < 15; ++round) {
+      std::vector<double> t(n);
+      for (size_t j = 0; j < n; ++j) {
+        const size_t i = round % 2 == 0 ? j : n - 1 - j;
+        t[i] = seconds_per_call(fs[i], 15);
+      }
+      for (size_t i = 0; i < n; ++i) times[i].push_back(t[i]), ratios[i].push_back(t[i] / t[0]);
+    }
+  });
+  Alternated a;
+  for (size_t i = 0; i < n; ++i)
+    a.seconds.push_back(median(times[i])), a.over_first.push_back(median(ratios[i]));
+  return a;
 }
 
 // 15 alternated pairs of ~15 ms slices of a float32 problem and its 16-bit twin (each with

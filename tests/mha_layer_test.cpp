@@ -120,7 +120,9 @@ void run_case(int64_t q_len, int64_t kv_len, const Options& o, uint32_t seed) {
   tessera::reference::mha_forward(r, xq.data(), xk.data(), xv.data(), ref.data());
   // 16-bit weights: both read the same stored values, so the bound is float32's.
   EXPECT_LE(tt::rel_err(out, ref), 2e-5);
-  if (o.lse) EXPECT_LE(tt::rel_err(lse, ref_lse), 2e-5);
+  if (o.lse) {
+    EXPECT_LE(tt::rel_err(lse, ref_lse), 2e-5);
+  }
   if (o.cache) {  // the rows appended, rounded to the cache type: at most an ulp apart
     for (size_t i = 0; i < cache_elems; ++i) {
       const float a = tessera::reference::element(o.cache_type, got_kc.data(), int64_t(i));
