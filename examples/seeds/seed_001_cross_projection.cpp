@@ -3,7 +3,7 @@
 // values from the source and keys from the target, unscaled scores, softmax, and alpha v: a
 // 50 x 10 result. The notebook's numbers come from PyTorch's random initialisation; this
 // example draws its own, prints the result's size and first rows, and checks it against
-// Tessera's reference.
+// Tessera's reference and against the same attention run as a prepared layer.
 #include "seed_util.hpp"
 
 namespace {
@@ -54,5 +54,31 @@ int main() {
   tessera::reference::attention(d, q.data(), k.data(), v.data(), ref.data());
   seed::expect_near("a", a.data(), ref.data(), a.size(), 1e-5);
   std::printf("equals the reference\n");
+
+  // The same attention as one prepared layer: queries and values from the source, keys from the
+  // target (x_k != x_v), the Linear weights transposed into the layer's in x out form, W_o = I.
+  tessera_mha_desc m;
+  seed::check(tessera_mha_desc_init(&m, 1, kLen, kLen, kDim, 1), "mha desc");
+  m.scale = 1.0f;
+  std::vector<float> wq(kDim * kDim), wk(wq.size()), wv(wq.size()), eye(wq.size(), 0.0f);
+  for (int i = 0; i < kDim; ++i) {
+    eye[size_t(i * kDim + i)] = 1.0f;
+    for (int j = 0; j < kDim; ++j) {
+      wq[size_t(i * kDim + j)] = Q.w[size_t(j * kDim + i)];
+      wk[size_t(i * kDim + j)] = K.w[size_t(j * kDim + i)];
+      wv[size_t(i * kDim + j)] = V.w[size_t(j * kDim + i)];
+    }
+  }
+  m.w_q = wq.data(), m.w_k = wk.data(), m.w_v = wv.data(), m.w_o = eye.data();
+  m.b_q = Q.b.data(), m.b_k = K.b.data(), m.b_v = V.b.data();
+  tessera_mha_layer* layer = nullptr;
+  seed::check(tessera_mha_create(&m, &layer), "tessera_mha_create");
+  std::vector<float> from_layer(a.size());
+  seed::check(tessera_mha_layer_forward(layer, &m, x.data(), y.data(), x.data(), from_layer.data(),
+                                        nullptr, 0),
+              "tessera_mha_layer_forward");
+  tessera_mha_destroy(layer);
+  seed::expect_near("the layer's a", from_layer.data(), a.data(), a.size(), 1e-5);
+  std::printf("the prepared layer (keys from the target) gives the same a\n");
   return 0;
 }
