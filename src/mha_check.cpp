@@ -24,6 +24,16 @@ Status counts_of(const MhaDesc& d, MhaCounts& c) {
   TESSERA_CHECK(checked_count("desc->q_len", {d.batch, d.q_len, c.qd}, c.q));
   TESSERA_CHECK(checked_count("desc->q_len", {d.batch, d.q_len, d.q_heads, d.value_dim}, c.o));
   if (d.lse) TESSERA_CHECK(checked_count("desc->lse", {d.batch, d.q_heads, d.q_len}, c.lse));
+  // One sequence's extents, the attention's batch strides: in range even when batch is 0.
+  int64_t per_sequence;
+  TESSERA_CHECK(checked_count("desc->q_len", {d.q_len, d.q_heads, d.head_dim}, per_sequence));
+  TESSERA_CHECK(checked_count("desc->q_len", {d.q_len, d.q_heads, d.value_dim}, per_sequence));
+  TESSERA_CHECK(checked_count("desc->kv_len", {d.kv_len, c.kd}, per_sequence));
+  TESSERA_CHECK(checked_count("desc->kv_len", {d.kv_len, c.vd}, per_sequence));
+  if (d.k_cache) {
+    TESSERA_CHECK(checked_count("desc->cache_capacity", {d.cache_capacity, c.kd}, per_sequence));
+    TESSERA_CHECK(checked_count("desc->cache_capacity", {d.cache_capacity, c.vd}, per_sequence));
+  }
   if (d.k_cache) {
     TESSERA_CHECK(
         checked_count("desc->cache_capacity", {d.batch, d.cache_capacity, c.kd}, c.cache_k));

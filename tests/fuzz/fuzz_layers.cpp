@@ -117,6 +117,12 @@ void mha(fz::Bytes& in) {
   if (in.byte() < 8) d.kv_heads = 3;  // may not divide q_heads
   d.causal = in.flag();
   d.window_left = in.byte() < 32 ? in.range(0, 4) : -1;
+  // The attention options at the layer, and now and then the prepared layer instead.
+  d.align = in.flag() ? TESSERA_ALIGN_BOTTOM_RIGHT : TESSERA_ALIGN_TOP_LEFT;
+  if (in.byte() < 64) d.softcap = 2.0f;
+  const float slopes[4] = {0.5f, 0.25f, -0.125f, 1.0f};
+  if (in.byte() < 64) d.alibi_slopes = slopes;
+  const bool want_lse = in.flag(), prepared = in.flag();
   if (in.byte() < 16) {  // an overflowing size: rejected on every target
     d.q_len = int64_t(1) << 40;
     d.head_dim = int64_t(1) << 30;
@@ -155,7 +161,8 @@ void mha(fz::Bytes& in) {
     if (cache >= 10 && cache < 16) d.k_cache = x.data();  // over the input: rejected
   }
   float* o = out.data();
-  if (in.byte() < 10) o = w_o.data();  // over a weight: rejected
+  // Over a weight: rejected (a prepared layer reads its own copy, and w_o is too short for out).
+  if (in.byte() < 10 && !(prepared && sane)) o = w_o.data();
   std::vector<uint8_t> ws;
   void* wsp = nullptr;
   size_t ws_bytes = 0;
@@ -166,7 +173,9 @@ void mha(fz::Bytes& in) {
       wsp = ws.data();
     }
   }
-  const std::vector<float> kc0 = kc, vc0 = vc, out0 = out, x0 = x, wo0 = w_o;
+  std::vector<float> lse(sane ? size_t(batch * Hq * q_len) + 1 : 1, 42.0f), rlse(lse.size());
+  if (want_lse) d.lse = lse.data();
+  const std::vector<float> kc0 = kc, vc0 = vc, out0 = out, x0 = x, wo0 = w_o, lse0 = lse;
   if (std::getenv("FUZZ_DEBUG"))
     std::fprintf(stderr,
                  "mha batch %lld q %lld kv %lld model %lld heads %lld/%lld D %lld cache %d len "
@@ -175,10 +184,28 @@ void mha(fz::Bytes& in) {
                  (long long)Hq, (long long)Hk, (long long)D, d.k_cache != nullptr,
                  (long long)d.cache_len, d.causal, (long long)d.window_left, ws_bytes,
                  d.b_q != nullptr, int(d.weight_type), int(d.cache_type));
-  const tessera_status s = tessera_mha_forward(&d, x.data(), x.data(), o, wsp, ws_bytes);
+  tessera_status s;
+  // The layer holds its weights (out over w_o is then no aliasing), copied at create: only
+  // with weight arrays as large as the sizes say (the overflowing sizes describe none).
+  if (prepared && sane) {
+    tessera_mha_layer* layer = nullptr;
+    s = tessera_mha_create(&d, &layer);
+    if (s == TESSERA_OK) {
+      if (wsp && tessera_mha_layer_workspace_size(layer, &d, &ws_bytes) == TESSERA_OK) {
+        if (in.byte() < 32) ws_bytes /= 2;
+        ws.resize(ws_bytes + 1);
+        wsp = ws.data();
+      }
+      s = tessera_mha_layer_forward(layer, &d, x.data(), x.data(), x.data(), o, wsp, ws_bytes);
+    }
+    tessera_mha_destroy(layer);
+  } else {
+    s = tessera_mha_forward(&d, x.data(), x.data(), o, wsp, ws_bytes);
+  }
   if (s == TESSERA_OK && !wt_ok) fz::violated("a bad weight or cache type was accepted", "");
   if (s != TESSERA_OK) {
-    if (std::memcmp(kc.data(), kc0.data(), kc.size() * 4) != 0 ||
+    if (std::memcmp(lse.data(), lse0.data(), lse.size() * 4) != 0 ||
+        std::memcmp(kc.data(), kc0.data(), kc.size() * 4) != 0 ||
         std::memcmp(vc.data(), vc0.data(), vc.size() * 4) != 0 ||
         std::memcmp(out.data(), out0.data(), out.size() * 4) != 0 ||
         std::memcmp(x.data(), x0.data(), x.size() * 4) != 0 ||
@@ -199,6 +226,7 @@ void mha(fz::Bytes& in) {
   std::vector<float> ref(out.size()), rkc = kc0, rvc = vc0;
   tessera_mha_desc rd = d;
   if (rd.k_cache) rd.k_cache = rkc.data(), rd.v_cache = rvc.data();
+  if (rd.lse) rd.lse = rlse.data();
   tessera::reference::mha_forward(rd, x.data(), x.data(), ref.data());
   if (std::getenv("FUZZ_DEBUG")) {
     for (size_t i = 0; i < size_t(batch * q_len * model); ++i)
@@ -220,6 +248,7 @@ void mha(fz::Bytes& in) {
     tessera::reference::mha_forward(rd, x.data(), x.data(), ref.data());
   }
   fz::expect_close(out.data(), ref.data(), size_t(batch * q_len * model), 1e-4, "mha out");
+  if (d.lse) fz::expect_close(lse.data(), rlse.data(), size_t(batch * Hq * q_len), 1e-4, "mha lse");
   if (d.k_cache && !c16) {
     fz::expect_close(kc.data(), rkc.data(), kc.size(), 1e-4, "mha k cache");
     fz::expect_close(vc.data(), rvc.data(), vc.size(), 1e-4, "mha v cache");
