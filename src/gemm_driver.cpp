@@ -359,6 +359,9 @@ Status gemm_execute(const GemmPlan& plan, const GemmProblem& p, float* given) {
       return gemm_column_split(kt, tn, p);
     case GemmPath::blocked:
       return gemm_blocked(kt, tn, p, parallel, given);
+    case GemmPath::prepacked_row:
+      gemm_prepacked_row(kt, p, parallel);
+      return Status::ok;
   }
   return Status::ok;
 }

@@ -20,6 +20,7 @@ enum class GemmPath : uint8_t {
   unpacked_a,     // A read in place by the MR x NR tiles, B in place or packed per panel
   column_split,   // one serial blocked product per thread, over its own columns
   blocked,        // BLIS's five loops, packed A and B blocks shared by the threads
+  prepacked_row,  // one row times a prepacked B: several of its panels read at once
 };
 const char* gemm_path_name(GemmPath p);
 

@@ -1,5 +1,5 @@
-// The few-row executors (src/gemm_rows.cpp), run by gemm_execute for the dot, wide and
-// wide_k_chunks paths of a plan.
+// The few-row executors (src/gemm_rows.cpp), run by gemm_execute for the dot, wide,
+// wide_k_chunks and prepacked_row paths of a plan.
 #pragma once
 
 #include "gemm_driver.hpp"
@@ -20,5 +20,8 @@ size_t gemm_wide_floats(const arch::GemmKernels& kt, const GemmProblem& p, bool 
 Status gemm_wide_k_chunks(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel,
                           bool b_streams, float* given = nullptr);
 size_t gemm_wide_k_chunks_serial_floats(const arch::GemmKernels& kt, const GemmProblem& p);
+// C = alpha A B + beta C for one row of A and a prepacked B (p.b_packed, kt's blocking): each
+// thread a contiguous share of the panels over every KC block, several panels read at once.
+void gemm_prepacked_row(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel);
 
 }  // namespace tessera::detail

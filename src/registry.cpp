@@ -12,6 +12,7 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "gemm_packed_narrow",
                                         "gemm_rows_bk",
                                         "gemm_strided",
+                                        "gemm_row_panels",
                                         "gemm_strided_narrow",
                                         "gemm_wide",
                                         "gemm_wide_prefetching",
@@ -69,6 +70,9 @@ struct Adder {
       add(KernelFamily::gemm_strided, "gemm_strided", r, g.nr, 0, 0,
           reinterpret_cast<const void*>(g.strided[r]));
     }
+    // cols: the panels read at once; ldb: one panel's width.
+    add(KernelFamily::gemm_row_panels, "gemm_row_panels", 1, g.row_panels_at_once * g.nr, 0, g.nr,
+        reinterpret_cast<const void*>(g.row_panels));
   }
 
   void table() {

@@ -18,6 +18,7 @@ enum class KernelFamily : uint8_t {
   gemm_packed_narrow,       // GemmPackedFn: one vector of columns out of a full-width packed B
   gemm_rows_bk,             // GemmPackedFn: A rows kAttentionBK floats apart, B packed
   gemm_strided,             // GemmStridedFn: A through strides, B rows ldb apart
+  gemm_row_panels,          // GemmRowPanelsFn: one row, several prepacked B panels at once
   gemm_strided_narrow,      // GemmStridedFn: one vector of columns
   gemm_wide,                // GemmStridedFn: few rows, 1-8 vectors of columns
   gemm_wide_prefetching,    // GemmStridedFn: as gemm_wide, B prefetched ahead

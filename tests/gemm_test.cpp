@@ -402,6 +402,15 @@ TEST_P(Gemm, PrepackedB) {
         GemmTester().m(13).n(n).k(70).ta(ta).tb(tb).packed(true).beta(n % 2 ? 0.0f : 0.3f).test();
         if (HasFatalFailure()) return;
       }
+  // One row (the row-panel kernel): partial groups and panels, several KC blocks, A^T.
+  const auto& g = tessera::detail::active_table().gemm;
+  const int64_t NR = g.nr, KC = g.kc;
+  for (Transpose ta : kTrans)
+    for (int64_t n : {int64_t(1), NR - 1, 3 * NR, 9 * NR + 5})
+      for (int64_t k : {int64_t(1), int64_t(70), 2 * KC + 3}) {
+        GemmTester().m(1).n(n).k(k).ta(ta).packed(true).beta(k % 2 ? 0.0f : 0.3f).test();
+        if (HasFatalFailure()) return;
+      }
 }
 
 TEST_P(Gemm, ZeroSizesTouchNothing) {

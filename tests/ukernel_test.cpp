@@ -117,6 +117,35 @@ void test_packed(const KernelRow& row, int64_t w) {
   }
 }
 
+// One row against 1 to 2P + 1 packed panels (P = cols / NR read at once: whole groups and the
+// single panels after them), the last panel whole or partial, A in place or strided.
+void test_row_panels(const KernelRow& row) {
+  const auto fn = reinterpret_cast<arch::GemmRowPanelsFn>(row.fn);
+  const int64_t NR = row.ldb, P = row.cols / NR;
+  int combo = 0;
+  for (int64_t k : kKs)
+    for (int64_t panels : {int64_t(1), P - 1, P, P + 1, 2 * P + 1}) {
+      if (panels < 1) continue;
+      for (int64_t cols : {panels * NR, panels * NR - 1, (panels - 1) * NR + 1}) {
+        const Scalars s = kScalars[combo++ % 3];
+        const int64_t a_cs = combo % 2 ? 1 : 3;
+        const auto a = data(size_t(k * a_cs + 1), uint32_t(combo));
+        auto b = data(size_t(panels * NR * k + 1), uint32_t(combo + 100));
+        const auto b_at = [&](int64_t p, int64_t j) -> float& {
+          return b[size_t(j / NR * NR * k + p * NR + j % NR)];
+        };
+        for (int64_t p = 0; p < k; ++p)
+          for (int64_t j = cols; j < panels * NR; ++j) b_at(p, j) = 0.0f;  // the padding
+        check(
+            row, {1, cols, k, cols + 3, s}, [&](int64_t, int64_t p) { return a[size_t(p * a_cs)]; },
+            [&](int64_t p, int64_t j) { return b_at(p, j); },
+            [&](float* c) { fn(k, a.data(), a_cs, b.data(), panels, c, cols, s.alpha, s.beta); },
+            "row panels");
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+}
+
 void test_strided(const KernelRow& row, int64_t w) {
   const auto fn = reinterpret_cast<arch::GemmStridedFn>(row.fn);
   int combo = 0;
@@ -351,6 +380,9 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
       case KernelFamily::gemm_packed_narrow:
       case KernelFamily::gemm_rows_bk:
         test_packed(row, w);
+        break;
+      case KernelFamily::gemm_row_panels:
+        test_row_panels(row);
         break;
       case KernelFamily::gemm_strided:
       case KernelFamily::gemm_strided_narrow:

@@ -16,6 +16,7 @@
 #include "gemm_dot.hpp"
 #include "gemm_dot_b16.hpp"
 #include "gemm_pack.hpp"
+#include "gemm_row_panels.hpp"
 #include "gemm_rows_stream.hpp"
 #include "gemm_ukernel.hpp"
 #include "peak.hpp"
@@ -66,6 +67,8 @@ GemmKernels make_tile_kernels() {
   g.mc = G.mc;
   g.nc = G.nc;
   fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
+  g.row_panels = &gemm_row_panels<Arch, G.nv, row_panels_at_once(G.nv)>;
+  g.row_panels_at_once = row_panels_at_once(G.nv);
   g.pack_a = &gemm_pack_a<Arch, G.mr>;
   g.pack_b = &gemm_pack_b<Arch, G.nv * W>;
   return g;
