@@ -75,20 +75,6 @@ Status check(const Batch& p) {
   return detail::check_disjoint(w, inputs);
 }
 
-template <class Body>
-void parallel(int64_t tasks, const Body& body) {
-  detail::ForkJoin fj;
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks, 1),
-                      detail::task_body(fj,
-                                        [&](const tbb::blocked_range<int64_t>& r) {
-                                          for (int64_t t = r.begin(); t < r.end(); ++t) body(t);
-                                        }),
-                      tbb::simple_partitioner());
-  });
-  fj.join();
-}
-
 // e[j0, j1) of state b: tile[j][a] = q_a + K[j][a] for the block's keys, one tanh call over the
 // whole tile, then each key's v . tile[j] in eight lanes (a vector of partial sums, added in a
 // fixed order).
@@ -132,7 +118,7 @@ Status run(const Batch& p) {
     std::fill(e, e + B * L, 0.0f);
   const int64_t blocks = (L + kKeys - 1) / kKeys;
   if (A > 0)
-    parallel(B * blocks, [&](int64_t t) {
+    detail::gemm_split::for_each_task(B * blocks, [&](int64_t t) {
       const int64_t b = t / blocks, j0 = (t % blocks) * kKeys, j1 = std::min(p.len(b), j0 + kKeys);
       if (j1 > j0) tiles.with_slice([&](float* tile) { scores(k, p, query, b, j0, j1, tile, e); });
     });

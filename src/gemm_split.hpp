@@ -47,6 +47,22 @@ void for_grid(int64_t mi, int64_t nj, bool parallel, F&& body) {
   fj.join();
 }
 
+// body(t) for each t in [0, tasks), one TBB task each (isolated, as for_grid): the split of a
+// problem into tasks is the caller's, a function of the problem alone.
+template <class F>
+void for_each_task(int64_t tasks, const F& body) {
+  ForkJoin fj;
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks, 1),
+                      task_body(fj,
+                                [&](const tbb::blocked_range<int64_t>& r) {
+                                  for (int64_t t = r.begin(); t < r.end(); ++t) body(t);
+                                }),
+                      tbb::simple_partitioner());
+  });
+  fj.join();
+}
+
 // One fixed contiguous share of [0, total) per slice, slice t on its own task (a static
 // partition: a thread keeps the same share across calls): body(begin, end, last slice).
 template <class F>

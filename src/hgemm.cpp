@@ -50,20 +50,6 @@ struct Problem {
   uint16_t b_at(int64_t p, int64_t j) const { return tb ? b[j * ldb + p] : b[p * ldb + j]; }
 };
 
-template <class Body>
-void parallel(int64_t tasks, const Body& body) {
-  detail::ForkJoin fj;
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks, 1),
-                      detail::task_body(fj,
-                                        [&](const tbb::blocked_range<int64_t>& r) {
-                                          for (int64_t t = r.begin(); t < r.end(); ++t) body(t);
-                                        }),
-                      tbb::simple_partitioner());
-  });
-  fj.join();
-}
-
 // C = f16(beta C) (alpha = 0 or k = 0: A and B unread; beta = 0 writes zeros, C unread).
 void scale_c(const arch::ConvertKernels& cv, const Problem& q) {
   float row[256];
@@ -91,7 +77,7 @@ Status fp16_arithmetic(const arch::KernelTable& t, const Problem& q) {
   if (b_buf == nullptr || !scratch.reserve(a_floats + size_t(kBlockRows * ldw), true))
     return detail::fail(Status::out_of_memory, "cannot allocate the packed f16 panels");
   auto* bp = static_cast<uint16_t*>(static_cast<void*>(b_buf));  // scratch is raw bytes
-  parallel(panels, [&](int64_t jp) {
+  detail::gemm_split::for_each_task(panels, [&](int64_t jp) {
     uint16_t* out = bp + jp * NR * q.k;
     const int64_t j0 = jp * NR, w = std::min(NR, q.n - j0);
     for (int64_t p = 0; p < q.k; ++p, out += NR) {
@@ -101,7 +87,7 @@ Status fp16_arithmetic(const arch::KernelTable& t, const Problem& q) {
   });
   const int64_t row_blocks = (q.m + kBlockRows - 1) / kBlockRows;
   const int64_t col_blocks = (panels + kBlockPanels - 1) / kBlockPanels;
-  parallel(row_blocks * col_blocks, [&](int64_t task) {
+  detail::gemm_split::for_each_task(row_blocks * col_blocks, [&](int64_t task) {
     const int64_t i0 = (task / col_blocks) * kBlockRows, rows = std::min(kBlockRows, q.m - i0);
     const int64_t jp0 = (task % col_blocks) * kBlockPanels;
     const int64_t j0 = jp0 * NR, cols = std::min(ldw, q.n - j0);
