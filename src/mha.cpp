@@ -4,9 +4,9 @@
 
 #include <cstring>
 
+#include "dispatch.hpp"
 #include "scratch.hpp"
 #include "tessera/attention.hpp"
-#include "tessera/convert.hpp"
 #include "tessera/gemm.hpp"
 #include "threading.hpp"
 #include "verbose.hpp"
@@ -101,15 +101,21 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
   const bool saved = cached && s == Status::ok;
   if (saved) {
     copy_rows(true);
-    // The new rows into the cache, [b][hk][cache_len + t][dim], rounded to its type.
-    for (int64_t b = 0; b < B && s == Status::ok; ++b)
-      for (int64_t hk = 0; hk < Hk && s == Status::ok; ++hk)
-        for (int64_t t = 0; t < Lkv && s == Status::ok; ++t) {
+    // The new rows into the cache, [b][hk][cache_len + t][dim], rounded to its type by the
+    // table's conversion kernels (tessera_convert's rounding, without a checked call per row).
+    const arch::ConvertKernels& cv = active_table().convert;
+    const auto store = [&](const float* row, int64_t n, void* dst) {
+      if (ct == DType::f32)
+        std::memcpy(dst, row, size_t(n) * sizeof(float));
+      else
+        (ct == DType::f16 ? cv.f32_to_f16 : cv.f32_to_bf16)(n, row, static_cast<uint16_t*>(dst));
+    };
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t hk = 0; hk < Hk; ++hk)
+        for (int64_t t = 0; t < Lkv; ++t) {
           const int64_t row = (b * Lkv + t) * Hk + hk;
-          s = convert(DType::f32, ct, D, kp + row * D, at(new_rows(false, b * Hk + hk), ct, t * D));
-          if (s == Status::ok)
-            s = convert(DType::f32, ct, Dv, vp + row * Dv,
-                        at(new_rows(true, b * Hk + hk), ct, t * Dv));
+          store(kp + row * D, D, at(new_rows(false, b * Hk + hk), ct, t * D));
+          store(vp + row * Dv, Dv, at(new_rows(true, b * Hk + hk), ct, t * Dv));
         }
     keys = d.k_cache;
     values = d.v_cache;

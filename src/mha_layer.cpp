@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "dispatch.hpp"
 #include "mha.hpp"
 #include "tessera/gemm.hpp"
 
@@ -10,7 +11,8 @@ namespace tessera {
 
 // One 64-byte aligned block holding the packed (or 16-bit) weights and the biases.
 struct MhaLayer::Impl {
-  MhaDesc dims{};  // the layer fields of the desc it was created from
+  MhaDesc dims{};               // the layer fields of the desc it was created from
+  const char* table = nullptr;  // the kernel table its float32 weights were packed for
   detail::MhaWeights w;
   void* block = nullptr;
   ~Impl() { std::free(block); }
@@ -130,6 +132,7 @@ Status MhaLayer::init(const MhaDesc& desc) {
     next += round_up(size_t(bias_len[i]) * sizeof(float));
   }
   impl->dims = call_desc(d, wt);
+  impl->table = detail::active_table().name;
   delete impl_;
   impl_ = impl;
   return Status::ok;
@@ -148,6 +151,11 @@ Status MhaLayer::forward(const MhaDesc& desc, const float* x_q, const float* x_k
                          float* out, void* workspace, size_t workspace_bytes) const {
   if (!impl_) return detail::fail(Status::invalid_argument, "layer is not initialised");
   TESSERA_CHECK(check_same_dims(impl_->dims, desc));
+  if (impl_->w.q.packed && std::strcmp(detail::active_table().name, impl_->table) != 0)
+    return detail::fail(Status::invalid_argument,
+                        "layer was packed for kernel table \"%s\" but \"%s\" is active: "
+                        "create it again",
+                        impl_->table, detail::active_table().name);
   return detail::mha_call("mha_layer_forward", impl_->w, call_desc(desc, impl_->w.q.type), false,
                           x_q, x_k, x_v, out, workspace, workspace_bytes);
 }

@@ -2,6 +2,7 @@
 // layer against reference::mha_forward on odd sizes, GQA and cross attention, keys and values
 // from different inputs, 16-bit weights, caches; its calls' checks.
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "tessera/layers.hpp"
@@ -255,6 +256,28 @@ TEST_P(MhaLayer, HoldsItsOwnWeights) {
   EXPECT_FALSE(layer.ready());
   EXPECT_EQ(layer.forward(d, x.data(), x.data(), x.data(), got.data()), Status::invalid_argument);
   EXPECT_EQ(moved.forward(d, x.data(), x.data(), x.data(), got.data()), Status::ok);
+}
+
+// Float32 weights are packed for the table active at creation: under another table a call is
+// refused, naming the layer, and writes nothing; back under its own it runs.
+TEST_P(MhaLayer, RefusesAnotherKernelTable) {
+  std::string other;
+  for (const std::string& isa : tt::isas())
+    if (isa != GetParam()) other = isa;
+  if (other.empty()) GTEST_SKIP() << "one kernel table on this machine";
+  tessera::MhaDesc d;
+  ASSERT_EQ(tessera::mha_desc_init(d, 1, 2, 2, 16, 2), Status::ok);
+  Weights w(d, 4);
+  tessera::MhaLayer layer;
+  ASSERT_EQ(layer.init(d), Status::ok);
+  const auto x = tt::random_vec(2 * 16, 5);
+  std::vector<float> out(2 * 16, 42.0f);
+  ASSERT_EQ(tessera::set_isa(other.c_str()), Status::ok);
+  EXPECT_EQ(layer.forward(d, x.data(), x.data(), x.data(), out.data()), Status::invalid_argument);
+  EXPECT_EQ(std::strncmp(tessera::last_error(), "layer", 5), 0) << tessera::last_error();
+  for (float f : out) ASSERT_EQ(f, 42.0f);
+  ASSERT_EQ(tessera::set_isa(GetParam().c_str()), Status::ok);
+  EXPECT_EQ(layer.forward(d, x.data(), x.data(), x.data(), out.data()), Status::ok);
 }
 
 }  // namespace

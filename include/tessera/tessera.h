@@ -352,7 +352,9 @@ TESSERA_API tessera_status tessera_mha_forward(const tessera_mha_desc* desc, con
  * reads at half the bytes) and the biases copied, so the caller's arrays may be freed.
  * tessera_mha_create reads desc's dimensions (q_in_dim, kv_in_dim, out_dim, the heads and head
  * sizes), weights, biases and weight_type; the other fields are the calls'. The layer is
- * immutable: several threads may run it at once, each with its own workspace. */
+ * immutable: several threads may run it at once, each with its own workspace. Float32 weights
+ * are packed for the kernel table active at creation: after tessera_set_isa selects another,
+ * calls fail (TESSERA_INVALID_ARGUMENT naming the layer) until it is created again. */
 typedef struct tessera_mha_layer tessera_mha_layer;
 TESSERA_API tessera_status tessera_mha_create(const tessera_mha_desc* desc,
                                               tessera_mha_layer** layer);
