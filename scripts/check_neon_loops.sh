@@ -41,7 +41,7 @@ function analyse(   i, j, t, inner, fma, ld, sp, len, line, bad) {
     }
     if (!inner || fma == 0 || len > 120) continue
     line = line sprintf(" [%d ins, %d fma, %d ld, %d stack]", len, fma, ld, sp)
-    if (sp > 0 && name ~ /(packed|rows_stream|hgemm|<[^>]*, [1-4], (1|2|4|8)>)/) bad = 1
+    if (sp > 0 && name ~ /(packed|rows_stream|row_panels|hgemm|<[^>]*, [1-4], (1|2|4|8)>)/) bad = 1
   }
   if (line == "") return
   ++kernels
@@ -52,7 +52,7 @@ function analyse(   i, j, t, inner, fma, ld, sp, len, line, bad) {
 /^[0-9a-f]+ <.*>:$/ {
   analyse()
   name = ""; n = 0
-  if ($0 ~ /(gemm_ukernel[_a-z0-9]*|gemm_rows_stream)</) {
+  if ($0 ~ /(gemm_ukernel[_a-z0-9]*|gemm_rows_stream|gemm_row_panels)</) {
     name = $0
     sub(/^[0-9a-f]+ <(void )?(tessera::arch::)?/, "", name)
     sub(/\(.*/, "", name)
