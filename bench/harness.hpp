@@ -83,25 +83,15 @@ inline Alternated alternate(benchmark::State& state, int threads,
 // 15 alternated pairs of ~15 ms slices of a float32 problem and its 16-bit twin (each with
 // run() and bytes()), on `threads`, which goes first alternating so neither always follows the
 // other's cache state; counters: the median speedup (f32 time / 16-bit time), each side's median
-// time and GB/s.
+// time and GB/s (alternate()'s rounds).
 template <class P>
 void alternated_pairs(benchmark::State& state, int threads, P& f32, P& half) {
-  auto slice = [](P& p) { return seconds_per_call([&] { p.run(); }, 15); };
-  std::vector<double> speedups, t32, t16;
-  run_in_arena(state, threads, [&] {
-    for (int pair = 0; pair < 15; ++pair) {
-      const bool first32 = pair % 2 == 0;
-      const double a = slice(first32 ? f32 : half), b = slice(first32 ? half : f32);
-      t32.push_back(first32 ? a : b);
-      t16.push_back(first32 ? b : a);
-      speedups.push_back(t32.back() / t16.back());
-    }
-  });
-  state.counters["speedup"] = median(speedups);
-  state.counters["f32_us"] = median(t32) * 1e6;
-  state.counters["half_us"] = median(t16) * 1e6;
-  state.counters["half_GBps"] = half.bytes() / median(t16) * 1e-9;
-  state.counters["f32_GBps"] = f32.bytes() / median(t32) * 1e-9;
+  const Alternated t = alternate(state, threads, {[&] { f32.run(); }, [&] { half.run(); }});
+  state.counters["speedup"] = 1.0 / t.over_first[1];
+  state.counters["f32_us"] = t.seconds[0] * 1e6;
+  state.counters["half_us"] = t.seconds[1] * 1e6;
+  state.counters["half_GBps"] = half.bytes() / t.seconds[1] * 1e-9;
+  state.counters["f32_GBps"] = f32.bytes() / t.seconds[0] * 1e-9;
 }
 
 inline void set_rates(benchmark::State& state, double flops, double bytes) {
