@@ -35,6 +35,9 @@ using GemmStridedFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t
 // C's first `cols` columns (arch/common/gemm_row_panels.hpp).
 using GemmRowPanelsFn = void (*)(int64_t kc, const float* a, int64_t a_cs, const float* b,
                                  int64_t panels, float* c, int64_t cols, float alpha, float beta);
+// The same with the panels stored in 16 bits (f16 or bf16), widened as loaded.
+using GemmRowPanels16Fn = void (*)(int64_t kc, const float* a, int64_t a_cs, const uint16_t* b,
+                                   int64_t panels, float* c, int64_t cols, float alpha, float beta);
 // The panels it reads at once for panels of nv vectors: 8 accumulators, at least one panel.
 constexpr int row_panels_at_once(int nv) { return nv >= 8 ? 1 : 8 / nv; }
 // Floats per 64-byte cache line: the unit of every prefetch and of TileRun::l2_lines.
@@ -104,6 +107,9 @@ struct GemmKernels {
   // columns read at once.
   GemmRowPanelsFn row_panels;
   int row_panels_at_once;
+  // [t]: as row_panels with the panels in 16 bits, t = 0 for f16, 1 for bf16 (weights packed
+  // in 16 bits: half the bytes per decode step).
+  GemmRowPanels16Fn row_panels16[2];
   // A run of small_rows x small_cols tiles (blocking.hpp: small_rows), or null; B^T packed into
   // small_cols-wide panels for them (pack_b's layout at that width).
   int small_rows, small_cols;

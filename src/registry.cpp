@@ -13,6 +13,8 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "gemm_rows_bk",
                                         "gemm_strided",
                                         "gemm_row_panels",
+                                        "gemm_row_panels_b_f16",
+                                        "gemm_row_panels_b_bf16",
                                         "gemm_strided_narrow",
                                         "gemm_wide",
                                         "gemm_wide_prefetching",
@@ -73,6 +75,10 @@ struct Adder {
     // cols: the panels read at once; ldb: one panel's width.
     add(KernelFamily::gemm_row_panels, "gemm_row_panels", 1, g.row_panels_at_once * g.nr, 0, g.nr,
         reinterpret_cast<const void*>(g.row_panels));
+    add(KernelFamily::gemm_row_panels_b_f16, "gemm_row_panels_b_f16", 1,
+        g.row_panels_at_once * g.nr, 0, g.nr, reinterpret_cast<const void*>(g.row_panels16[0]));
+    add(KernelFamily::gemm_row_panels_b_bf16, "gemm_row_panels_b_bf16", 1,
+        g.row_panels_at_once * g.nr, 0, g.nr, reinterpret_cast<const void*>(g.row_panels16[1]));
   }
 
   void table() {

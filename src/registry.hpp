@@ -19,6 +19,8 @@ enum class KernelFamily : uint8_t {
   gemm_rows_bk,             // GemmPackedFn: A rows kAttentionBK floats apart, B packed
   gemm_strided,             // GemmStridedFn: A through strides, B rows ldb apart
   gemm_row_panels,          // GemmRowPanelsFn: one row, several prepacked B panels at once
+  gemm_row_panels_b_f16,    // GemmRowPanels16Fn: the same with the panels in f16
+  gemm_row_panels_b_bf16,   // GemmRowPanels16Fn: the same with the panels in bf16
   gemm_strided_narrow,      // GemmStridedFn: one vector of columns
   gemm_wide,                // GemmStridedFn: few rows, 1-8 vectors of columns
   gemm_wide_prefetching,    // GemmStridedFn: as gemm_wide, B prefetched ahead

@@ -118,9 +118,11 @@ void test_packed(const KernelRow& row, int64_t w) {
 }
 
 // One row against 1 to 2P + 1 packed panels (P = cols / NR read at once: whole groups and the
-// single panels after them), the last panel whole or partial, A in place or strided.
-void test_row_panels(const KernelRow& row) {
-  const auto fn = reinterpret_cast<arch::GemmRowPanelsFn>(row.fn);
+// single panels after them), the last panel whole or partial, A in place or strided; the panels
+// float32 or 16-bit (Elem, from `narrow`, read back by `widen`), f16 subnormals every 7th.
+template <class Fn, class Elem, class Narrow, class Widen>
+void test_row_panels_of(const KernelRow& row, Narrow narrow, Widen widen) {
+  const auto fn = reinterpret_cast<Fn>(row.fn);
   const int64_t NR = row.ldb, P = row.cols / NR;
   int combo = 0;
   for (int64_t k : kKs)
@@ -130,20 +132,38 @@ void test_row_panels(const KernelRow& row) {
         const Scalars s = kScalars[combo++ % 3];
         const int64_t a_cs = combo % 2 ? 1 : 3;
         const auto a = data(size_t(k * a_cs + 1), uint32_t(combo));
-        auto b = data(size_t(panels * NR * k + 1), uint32_t(combo + 100));
-        const auto b_at = [&](int64_t p, int64_t j) -> float& {
+        const auto f = data(size_t(panels * NR * k + 1), uint32_t(combo + 100));
+        std::vector<Elem> b;
+        for (size_t i = 0; i < f.size(); ++i)
+          b.push_back(narrow(f[i] * (sizeof(Elem) == 2 && i % 7 == 3 ? 1e-6f : 1.0f)));
+        const auto b_at = [&](int64_t p, int64_t j) -> Elem& {
           return b[size_t(j / NR * NR * k + p * NR + j % NR)];
         };
         for (int64_t p = 0; p < k; ++p)
-          for (int64_t j = cols; j < panels * NR; ++j) b_at(p, j) = 0.0f;  // the padding
+          for (int64_t j = cols; j < panels * NR; ++j) b_at(p, j) = Elem(0);  // the padding
         check(
             row, {1, cols, k, cols + 3, s}, [&](int64_t, int64_t p) { return a[size_t(p * a_cs)]; },
-            [&](int64_t p, int64_t j) { return b_at(p, j); },
+            [&](int64_t p, int64_t j) { return widen(b_at(p, j)); },
             [&](float* c) { fn(k, a.data(), a_cs, b.data(), panels, c, cols, s.alpha, s.beta); },
             "row panels");
         if (::testing::Test::HasFailure()) return;
       }
     }
+}
+
+void test_row_panels(const KernelRow& row) {
+  const auto same = [](float x) { return x; };
+  namespace ref = tessera::reference;
+  switch (row.family) {
+    case KernelFamily::gemm_row_panels:
+      return test_row_panels_of<arch::GemmRowPanelsFn, float>(row, same, same);
+    case KernelFamily::gemm_row_panels_b_f16:
+      return test_row_panels_of<arch::GemmRowPanels16Fn, uint16_t>(row, ref::f32_to_f16,
+                                                                   ref::f16_to_f32);
+    default:
+      return test_row_panels_of<arch::GemmRowPanels16Fn, uint16_t>(row, ref::f32_to_bf16,
+                                                                   ref::bf16_to_f32);
+  }
 }
 
 void test_strided(const KernelRow& row, int64_t w) {
@@ -382,6 +402,8 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
         test_packed(row, w);
         break;
       case KernelFamily::gemm_row_panels:
+      case KernelFamily::gemm_row_panels_b_f16:
+      case KernelFamily::gemm_row_panels_b_bf16:
         test_row_panels(row);
         break;
       case KernelFamily::gemm_strided:

@@ -10,10 +10,9 @@ namespace tessera::arch {
 const KernelTable& neon64_table() {
   static const KernelTable table = [] {
     KernelTable t =
-        make_table<xsimd::neon64, kNeon64Gemm,
+        make_table<xsimd::neon64, kNeon64Gemm, Neon64F16Widen, Neon64Bf16Widen,
                    Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64");
     t.convert = make_convert_kernels<Neon64HalfLanes>();
-    fill_dot16<xsimd::neon64, kNeon64Gemm, Neon64F16Widen, Neon64Bf16Widen>(t.gemm);
     return t;
   }();
   return table;

@@ -14,10 +14,9 @@ namespace tessera::arch {
 const KernelTable& neon64_v82_table() {
   static const KernelTable table = [] {
     KernelTable t =
-        make_table<xsimd::neon64, kNeon64Gemm,
+        make_table<xsimd::neon64, kNeon64Gemm, Neon64F16Widen, Neon64Bf16Widen,
                    Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64_v82");
     t.convert = make_convert_kernels<Neon64HalfLanes>();
-    fill_dot16<xsimd::neon64, kNeon64Gemm, Neon64F16Widen, Neon64Bf16Widen>(t.gemm);
     fill_hgemm_neon64_fp16<8, 2>(t.hgemm, std::make_integer_sequence<int, 8>());
     return t;
   }();

@@ -54,8 +54,10 @@ void fill_attention_ukernels(GemmKernels& k, std::integer_sequence<int, R...>) {
 }
 
 // The blocking and the MR x NR tile's kernels and packers: what the blocked and in-place
-// drivers need (a deep-product tile is only this).
-template <class Arch, const GemmBlocking& G, class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
+// drivers need (a deep-product tile is only this). F16Widen, Bf16Widen: the ISA's 16-bit loads
+// (gemm_dot_b16.hpp), for the row-panel kernels of B packed in 16 bits.
+template <class Arch, const GemmBlocking& G, class F16Widen, class Bf16Widen,
+          class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
 GemmKernels make_tile_kernels() {
   static_assert(G.mr <= kMaxMR, "tile exceeds the table");
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
@@ -69,6 +71,8 @@ GemmKernels make_tile_kernels() {
   fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
   g.row_panels = &gemm_row_panels<Arch, G.nv, row_panels_at_once(G.nv)>;
   g.row_panels_at_once = row_panels_at_once(G.nv);
+  g.row_panels16[0] = &gemm_row_panels_b16<Arch, F16Widen, G.nv, row_panels_at_once(G.nv)>;
+  g.row_panels16[1] = &gemm_row_panels_b16<Arch, Bf16Widen, G.nv, row_panels_at_once(G.nv)>;
   g.pack_a = &gemm_pack_a<Arch, G.mr>;
   g.pack_b = &gemm_pack_b<Arch, G.nv * W>;
   return g;
@@ -115,7 +119,8 @@ void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
   k.dot_cols[1] = static_cast<int>(xsimd::batch<float, Arch>::size);
 }
 
-template <class Arch, const GemmBlocking& G, class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
+template <class Arch, const GemmBlocking& G, class F16Widen, class Bf16Widen,
+          class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
 KernelTable make_table(const char* name) {
   static_assert(G.dot_rows <= kMaxDotRows, "dot tile exceeds the table");
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
@@ -126,7 +131,7 @@ KernelTable make_table(const char* name) {
   t.peak_flops_per_iter = 2 * kPeakAccumulators * W;
 
   GemmKernels& g = t.gemm;
-  g = make_tile_kernels<Arch, G, Packed>();
+  g = make_tile_kernels<Arch, G, F16Widen, Bf16Widen, Packed>();
   g.dot_rows = G.dot_rows;
   if constexpr (G.small_rows > 0) {
     g.small_rows = G.small_rows;
@@ -142,6 +147,7 @@ KernelTable make_table(const char* name) {
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
   fill_wide<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
   fill_rows_stream<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
+  fill_dot16<Arch, G, F16Widen, Bf16Widen>(g);
 
   SoftmaxKernels& sm = t.softmax;
   sm.exp = &exp_array<Arch>;

@@ -8,9 +8,9 @@ namespace tessera::arch {
 
 const KernelTable& avx2_table() {
   static const KernelTable table = [] {
-    KernelTable t = make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm>("avx2");
+    KernelTable t =
+        make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm, Avx2F16Widen, Avx2Bf16Widen>("avx2");
     t.convert = make_convert_kernels<F16cLanes>();
-    fill_dot16<xsimd::fma3<xsimd::avx2>, kAvx2Gemm, Avx2F16Widen, Avx2Bf16Widen>(t.gemm);
     return t;
   }();
   return table;

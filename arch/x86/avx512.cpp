@@ -7,12 +7,13 @@
 namespace tessera::arch {
 
 const KernelTable& avx512_table() {
-  static const GemmKernels deep = make_tile_kernels<xsimd::avx512f, kAvx512DeepGemm>();
+  static const GemmKernels deep =
+      make_tile_kernels<xsimd::avx512f, kAvx512DeepGemm, Avx512F16Widen, Avx512Bf16Widen>();
   static const KernelTable table = [] {
-    KernelTable t = make_table<xsimd::avx512f, kAvx512Gemm>("avx512");
+    KernelTable t =
+        make_table<xsimd::avx512f, kAvx512Gemm, Avx512F16Widen, Avx512Bf16Widen>("avx512");
     t.gemm.deep = &deep;
     t.convert = make_convert_kernels<Avx512HalfLanes>();
-    fill_dot16<xsimd::avx512f, kAvx512Gemm, Avx512F16Widen, Avx512Bf16Widen>(t.gemm);
     return t;
   }();
   return table;

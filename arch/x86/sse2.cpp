@@ -6,10 +6,9 @@ namespace tessera::arch {
 
 const KernelTable& sse2_table() {
   static const KernelTable table = [] {
-    KernelTable t = make_table<xsimd::sse2, kSse2Gemm>("sse2");
     // SSE2 has no 16-bit float instructions: the portable widening.
-    fill_dot16<xsimd::sse2, kSse2Gemm, ScalarF16Widen<xsimd::sse2>, ShiftBf16Widen<xsimd::sse2>>(
-        t.gemm);
+    KernelTable t = make_table<xsimd::sse2, kSse2Gemm, ScalarF16Widen<xsimd::sse2>,
+                               ShiftBf16Widen<xsimd::sse2>>("sse2");
     return t;
   }();
   return table;
