@@ -2,7 +2,8 @@
 // Tessera's float32 sgemm and oneDNN's dnnl_gemm_bf16bf16f32, at 1024^3, the attention score
 // shape 4096 x 4096 x 64, the decode weight shape 1 x 4096 x 128 (B^T: weights as rows) and a
 // token through a 4096 x 4096 projection stored x W (in x out: 64 MB in float32, past L3), on
-// 1 and all threads. bytes_per_second counts A, B and C once at their stored sizes: the decode
+// 1 and all threads; and the same with B packed once (float32 panels, or panels kept in 16
+// bits). bytes_per_second counts A, B and C once at their stored sizes: the decode
 // row is bound by them.
 #include <string>
 
@@ -82,6 +83,40 @@ void register_ex(const ExShape& s, DType at, DType bt, int threads) {
       ->Unit(benchmark::kMicrosecond);
 }
 
+// B packed once (sgemm_pack_b for f32, sgemm_pack_b16 for f16/bf16, kept in 16 bits), then
+// sgemm_packed: a prepared layer's projections, the packing outside the timed loop.
+void register_packed(const ExShape& s, DType bt, int threads) {
+  const std::string who = std::string("tessera_f32x") + type_name(bt) + "_packed";
+  benchmark::RegisterBenchmark(
+      ex_name(s, who, threads).c_str(),
+      [s, bt, threads](benchmark::State& state) {
+        ExOperands op(s, DType::f32, bt);
+        const Transpose tb = s.tb ? Transpose::trans : Transpose::no_trans;
+        const int64_t ldb = s.tb ? s.k : s.n;
+        const size_t bytes = bt == DType::f32 ? tessera::sgemm_pack_b_size(tb, s.k, s.n)
+                                              : tessera::sgemm_pack_b16_size(tb, s.k, s.n);
+        std::vector<float> packed(bytes / 4 + 1);
+        const tessera::Status st =
+            bt == DType::f32
+                ? tessera::sgemm_pack_b(tb, s.k, s.n, op.b.data(), ldb, packed.data(), bytes)
+                : tessera::sgemm_pack_b16(tb, s.k, s.n, bt, op.b_in(), ldb, packed.data(), bytes);
+        if (st != tessera::Status::ok) {
+          state.SkipWithError(tessera::last_error());
+          return;
+        }
+        run_in_arena(state, threads, [&] {
+          tessera::sgemm_packed(Transpose::no_trans, s.m, s.n, s.k, 1.0f, op.a.data(), s.k,
+                                packed.data(), 0.0f, op.c.data(), s.n);
+          benchmark::DoNotOptimize(op.c.data());
+        });
+        const double flops = 2.0 * s.m * s.n * s.k;
+        set_rates(state, flops, bytes_of(s, DType::f32, bt));
+        set_peak_fraction(state, flops, threads);
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
 using Bf16Gemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
                          const uint16_t*, int64_t, float, float*, int64_t);
 
@@ -120,6 +155,7 @@ void register_gemm_ex() {
   for (const ExShape& s : kExShapes)
     for (int t : thread_counts()) {
       for (const auto& p : pairs) register_ex(s, p[0], p[1], t);
+      for (DType bt : {DType::f32, DType::f16, DType::bf16}) register_packed(s, bt, t);
       for (const GemmPeer& peer : gemm_peers())
         if (peer.bf16_fn) register_onednn_bf16(s, peer, t);
     }

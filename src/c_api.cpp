@@ -132,6 +132,19 @@ tessera_status tessera_sgemm_pack_b_ex(tessera_transpose tb, int64_t k, int64_t 
   });
 }
 
+size_t tessera_sgemm_pack_b16_size(tessera_transpose tb, int64_t k, int64_t n) {
+  return tessera::sgemm_pack_b16_size(to_cpp(tb), k, n);
+}
+
+tessera_status tessera_sgemm_pack_b16(tessera_transpose tb, int64_t k, int64_t n,
+                                      tessera_dtype b_type, const void* b, int64_t ldb,
+                                      void* packed, size_t packed_bytes) {
+  return guarded([&] {
+    return tessera::sgemm_pack_b16(to_cpp(tb), k, n, tessera::DType(b_type), b, ldb, packed,
+                                   packed_bytes);
+  });
+}
+
 tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n, int64_t k,
                                     float alpha, const float* a, int64_t lda, const void* packed,
                                     float beta, float* c, int64_t ldc) {

@@ -25,18 +25,6 @@
 namespace tessera {
 namespace {
 
-// The packed-B buffer starts with this header so that a buffer packed for another shape or
-// another kernel table is rejected instead of silently misread.
-struct PackedBHeader {
-  char magic[8];
-  char isa[16];
-  int64_t k, n;
-  int32_t nr, kc;  // the layout's panel width and k blocking
-};
-constexpr size_t kHeaderBytes = 64;
-static_assert(sizeof(PackedBHeader) <= kHeaderBytes, "header must fit its slot");
-constexpr char kMagic[8] = {'T', 'S', 'R', 'P', 'A', 'C', 'K', '2'};
-
 detail::GemmProblem problem(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
                             float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                             float beta, float* c, int64_t ldc) {
@@ -49,28 +37,7 @@ detail::GemmProblem problem(Transpose ta, Transpose tb, int64_t m, int64_t n, in
   return p;
 }
 
-Status check_packed_alignment(const void* packed) {
-  if (reinterpret_cast<uintptr_t>(packed) % alignof(float) == 0) return Status::ok;
-  return detail::fail(Status::invalid_argument, "packed must be aligned to %zu bytes",
-                      alignof(float));
-}
-
 char trans_char(bool t) { return t ? 'T' : 'N'; }
-
-// Plans one product on the table t, runs it, and prints the TESSERA_VERBOSE line.
-Status run_product(const char* op, const arch::KernelTable& t, const detail::GemmProblem& p) {
-  const detail::GemmPlan plan = detail::plan_gemm(t.gemm, detail::active_tuning(), p, true,
-                                                  tbb::this_task_arena::max_concurrency());
-  const detail::Verbose vb;
-  const Status st = detail::gemm_execute(plan, p);
-  if (vb.on()) {
-    char names[96];
-    detail::gemm_kernel_names(plan, p.m, t.name, names, sizeof names);
-    vb.print(op, st, plan.rule, names, plan.threads, "m:%lld n:%lld k:%lld ta:%c tb:%c",
-             (long long)p.m, (long long)p.n, (long long)p.k, trans_char(p.ta), trans_char(p.tb));
-  }
-  return st;
-}
 
 // Asks for the lines of a rows x cols block (rows ld floats apart) to be brought into L2, one
 // request per 128-byte pair of lines (the L2's spatial prefetcher fetches the other line; a
@@ -161,8 +128,8 @@ Status sgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float 
     TESSERA_CHECK(
         detail::check_disjoint(detail::region("c", c, s.c, 4),
                                {detail::region("a", a, s.a, 4), detail::region("b", b, s.b, 4)}));
-    return run_product("sgemm", detail::active_table(),
-                       problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+    return detail::gemm_run_product("sgemm", detail::active_table(),
+                                    problem(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
   });
 }
 
@@ -233,166 +200,22 @@ Status sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, i
   });
 }
 
-namespace {
+namespace detail {
 
-// The bytes a packed op(B) takes under table t, or 0 when that does not fit in size_t.
-size_t packed_bytes(const arch::KernelTable& t, int64_t k, int64_t n) {
-  const int64_t nr = detail::blocked_kernels(t.gemm, k, n).nr;
-  int64_t floats = 0;
-  if (!detail::mul_ok(k, (n + nr - 1) / nr * nr, floats) ||
-      uint64_t(floats) > (uint64_t(SIZE_MAX) - kHeaderBytes) / sizeof(float))
-    return 0;
-  return kHeaderBytes + sizeof(float) * size_t(floats);
-}
-
-Status check_pack_dims(Transpose tb, int64_t k, int64_t n) {
-  TESSERA_CHECK(detail::check_transpose("tb", tb));
-  TESSERA_CHECK(detail::check_nonneg("k", k));
-  return detail::check_nonneg("n", n);
-}
-
-}  // namespace
-
-size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n) {
-  if (check_pack_dims(tb, k, n) != Status::ok) return 0;
-  const size_t bytes = packed_bytes(detail::active_table(), k, n);
-  if (bytes == 0)
-    detail::fail(Status::invalid_argument, "k = %lld, n = %lld: the packed size overflows size_t",
-                 (long long)k, (long long)n);
-  return bytes;
-}
-
-namespace {
-
-// Columns of op(B) widened at a time by pack_b_widened: 16 panels of NR.
-constexpr int64_t kWidenPanels = 16;
-
-// op(B) stored in 16 bits, packed where gemm_pack_b_full puts the float32 B's panels (element
-// (p, j) of a kc block at out[j / NR NR kc + p NR + j % NR], panels in column order): each kc
-// block is widened kWidenPanels panels of columns at a time into buf (table conversions, exact)
-// and packed from there, so the packed bytes are those of the widened B.
-void pack_b_widened(const arch::KernelTable& t, bool tb, int64_t k, int64_t n, DType bt,
-                    const uint16_t* b, int64_t ldb, float* buf, float* out) {
-  const arch::GemmKernels& kt = detail::blocked_kernels(t.gemm, k, n);
-  const int64_t nr = kt.nr, n_padded = (n + nr - 1) / nr * nr, cols = nr * kWidenPanels;
-  const auto widen = bt == DType::f16 ? t.convert.f16_to_f32 : t.convert.bf16_to_f32;
-  for (int64_t pc = 0; pc < k; pc += kt.kc) {
-    const int64_t kc = std::min<int64_t>(kt.kc, k - pc);
-    for (int64_t j0 = 0; j0 < n; j0 += cols) {
-      const int64_t w = std::min(cols, n - j0);
-      if (tb) {  // B stored n x k: op(B)'s columns are its rows
-        for (int64_t r = 0; r < w; ++r) widen(kc, b + (j0 + r) * ldb + pc, buf + r * kc);
-        kt.pack_b(true, kc, w, buf, kc, out + pc * n_padded + j0 * kc);
-      } else {
-        for (int64_t p = 0; p < kc; ++p) widen(w, b + (pc + p) * ldb + j0, buf + p * w);
-        kt.pack_b(false, kc, w, buf, w, out + pc * n_padded + j0 * kc);
-      }
-    }
+// Plans one product on the table t, runs it, and prints the TESSERA_VERBOSE line.
+Status gemm_run_product(const char* op, const arch::KernelTable& t, const GemmProblem& p) {
+  const GemmPlan plan =
+      plan_gemm(t.gemm, active_tuning(), p, true, tbb::this_task_arena::max_concurrency());
+  const Verbose vb;
+  const Status st = gemm_execute(plan, p);
+  if (vb.on()) {
+    char names[96];
+    gemm_kernel_names(plan, p.m, t.name, names, sizeof names);
+    vb.print(op, st, plan.rule, names, plan.threads, "m:%lld n:%lld k:%lld ta:%c tb:%c",
+             (long long)p.m, (long long)p.n, (long long)p.k, trans_char(p.ta), trans_char(p.tb));
   }
+  return st;
 }
 
-}  // namespace
-
-Status sgemm_pack_b_ex(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, int64_t ldb,
-                       void* packed, size_t packed_bytes_given) {
-  return detail::in_arena([&] {
-    TESSERA_CHECK(detail::check_dtype("b_type", b_type));
-    TESSERA_CHECK(check_pack_dims(tb, k, n));
-    TESSERA_CHECK(detail::check_ld("ldb", ldb, tb == Transpose::no_trans ? n : k));
-    TESSERA_CHECK(detail::check_ptr("b", b, k > 0 && n > 0));
-    TESSERA_CHECK(detail::check_ptr("packed", packed, true));
-    TESSERA_CHECK(check_packed_alignment(packed));
-    int64_t b_span;
-    TESSERA_CHECK(detail::matrix_span("b", tb == Transpose::trans ? n : k,
-                                      tb == Transpose::trans ? k : n, ldb, b_span));
-    // One read of the active table: the size, the layout and the kernels all come from it, so a
-    // tessera_set_isa on another thread cannot make the layout outgrow the size checked here.
-    const arch::KernelTable& t = detail::active_table();
-    const size_t need = packed_bytes(t, k, n);
-    if (need == 0)
-      return detail::fail(Status::invalid_argument,
-                          "k = %lld, n = %lld: the packed size overflows size_t", (long long)k,
-                          (long long)n);
-    if (packed_bytes_given < need)
-      return detail::fail(Status::invalid_argument,
-                          "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs "
-                          "(tessera_sgemm_pack_b_size)",
-                          packed_bytes_given, need, t.name);
-    TESSERA_CHECK(
-        detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
-                               {detail::region("b", b, b_span, detail::dtype_bytes(b_type))}));
-    const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
-    float* buf = nullptr;
-    if (b_type != DType::f32 && k > 0 && n > 0) {  // reserved before anything is written
-      buf =
-          detail::thread_scratch(detail::ScratchSlot::gemm_b)
-              .floats(size_t(std::min<int64_t>(blocked.kc, k)) * size_t(blocked.nr * kWidenPanels));
-      if (!buf) return detail::fail(Status::out_of_memory, "cannot allocate the widened block");
-    }
-    PackedBHeader h{};
-    std::memcpy(h.magic, kMagic, sizeof kMagic);
-    std::strncpy(h.isa, t.name, sizeof h.isa - 1);
-    h.k = k;
-    h.n = n;
-    h.nr = blocked.nr;
-    h.kc = blocked.kc;
-    std::memcpy(packed, &h, sizeof h);
-    // The panels follow the 64-byte header in the caller's float-aligned buffer.
-    // cppcheck-suppress invalidPointerCast
-    float* out = reinterpret_cast<float*>(static_cast<char*>(packed) + kHeaderBytes);
-    if (b_type == DType::f32)
-      detail::gemm_pack_b_full(t.gemm, tb == Transpose::trans, k, n, static_cast<const float*>(b),
-                               ldb, out);
-    else
-      pack_b_widened(t, tb == Transpose::trans, k, n, b_type, static_cast<const uint16_t*>(b), ldb,
-                     buf, out);
-    return Status::ok;
-  });
-}
-
-Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* packed,
-                    size_t packed_bytes_given) {
-  return sgemm_pack_b_ex(tb, k, n, DType::f32, b, ldb, packed, packed_bytes_given);
-}
-
-Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                    int64_t lda, const void* packed, float beta, float* c, int64_t ldc) {
-  return detail::in_arena([&] {
-    TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
-    TESSERA_CHECK(detail::check_gemm_a(ta, m, k, a, lda));
-    TESSERA_CHECK(detail::check_ptr("packed", packed, true));
-    TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
-    TESSERA_CHECK(check_packed_alignment(packed));
-    detail::GemmSpans s;
-    TESSERA_CHECK(detail::gemm_spans(ta, Transpose::no_trans, m, n, k, lda, n > 0 ? n : 1, ldc, s));
-    PackedBHeader h;
-    std::memcpy(&h, packed, sizeof h);
-    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
-      return detail::fail(Status::invalid_argument,
-                          "packed was not written by tessera_sgemm_pack_b");
-    if (h.k != k || h.n != n)
-      return detail::fail(Status::invalid_argument,
-                          "packed holds a %lld x %lld B but k = %lld, n = %lld", (long long)h.k,
-                          (long long)h.n, (long long)k, (long long)n);
-    const arch::KernelTable& t = detail::active_table();  // read once per call
-    h.isa[sizeof h.isa - 1] = '\0';
-    if (std::strcmp(h.isa, t.name) != 0)
-      return detail::fail(Status::invalid_argument,
-                          "packed was packed for kernel table \"%s\" but \"%s\" is active", h.isa,
-                          t.name);
-    const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
-    if (h.nr != blocked.nr || h.kc != blocked.kc)
-      return detail::fail(Status::invalid_argument, "packed was written with another blocking");
-    TESSERA_CHECK(detail::check_disjoint(
-        detail::region("c", c, s.c, 4),
-        {detail::region("a", a, s.a, 4),
-         detail::region("packed", packed, int64_t(packed_bytes(t, k, n)), 1)}));
-    detail::GemmProblem p =
-        problem(ta, Transpose::no_trans, m, n, k, alpha, a, lda, nullptr, 1, beta, c, ldc);
-    // cppcheck-suppress invalidPointerCast
-    p.b_packed = reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
-    return run_product("sgemm_packed", t, p);
-  });
-}
-
+}  // namespace detail
 }  // namespace tessera

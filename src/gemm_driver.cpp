@@ -183,6 +183,14 @@ Status gemm_blocked(const GemmKernels& kt, const Tuning& tn, const GemmProblem& 
       const float* bp;
       if (p.b_packed) {
         bp = p.b_packed + pc * n_padded + jc * kc;
+      } else if (p.b_packed16) {
+        // Widen this block's 16-bit panels into float32 ones (the same layout), once, shared by
+        // every task below: O(kc nc) conversions against O(m kc nc) products.
+        const uint16_t* src = p.b_packed16 + pc * n_padded + jc * kc;
+        for_grid(1, panels, parallel, [&](int64_t, int64_t, int64_t q0, int64_t q1) {
+          p.b16_widen((q1 - q0) * NR * kc, src + q0 * NR * kc, b_buf + q0 * NR * kc);
+        });
+        bp = b_buf;
       } else {
         // Pack this KC x NC block of op(B) once, shared by every task below.
         for_grid(1, panels, parallel, [&](int64_t, int64_t, int64_t q0, int64_t q1) {
@@ -264,6 +272,23 @@ Status gemm_blocked(const GemmKernels& kt, const Tuning& tn, const GemmProblem& 
 
 size_t gemm_packed_b_floats(const GemmKernels& table, int64_t k, int64_t n) {
   return size_t(k) * size_t(round_up(n, blocked_kernels(table, k, n).nr));
+}
+
+void gemm_pack_b16_full(const GemmKernels& table, bool tb, int64_t k, int64_t n, const uint16_t* b,
+                        int64_t ldb, uint16_t* out) {
+  const GemmKernels& kt = blocked_kernels(table, k, n);
+  const int64_t NR = kt.nr, n_padded = round_up(n, NR);
+  for (int64_t pc = 0; pc < k; pc += kt.kc) {
+    const int64_t kc = std::min<int64_t>(kt.kc, k - pc);
+    uint16_t* block = out + pc * n_padded;
+    for (int64_t q = 0; q < n_padded / NR; ++q)
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t c = 0; c < NR; ++c) {
+          const int64_t j = q * NR + c;
+          block[(q * kc + p) * NR + c] =
+              j < n ? (tb ? b[j * ldb + pc + p] : b[(pc + p) * ldb + j]) : uint16_t(0);
+        }
+  }
 }
 
 void gemm_pack_b_full(const GemmKernels& table, bool tb, int64_t k, int64_t n, const float* b,

@@ -21,6 +21,12 @@ struct GemmProblem {
   float* c = nullptr;
   int64_t ldc = 0;
   const float* b_packed = nullptr;  // B packed by gemm_pack_b_full for the same table, k and n
+  // Or B packed in 16 bits in the same layout (gemm_pack_b16_full): b16 = 0 for f16, 1 for
+  // bf16, and b16_widen the table's conversion of them to float32, for the blocked path.
+  const uint16_t* b_packed16 = nullptr;
+  int b16 = 0;
+  void (*b16_widen)(int64_t n, const uint16_t* x, float* y) = nullptr;
+  bool prepacked() const { return b_packed != nullptr || b_packed16 != nullptr; }
 };
 
 // Runs one problem with TBB in the caller's arena (or serially, for callers that already
@@ -37,5 +43,8 @@ const arch::GemmKernels& blocked_kernels(const arch::GemmKernels& kt, int64_t k,
 size_t gemm_packed_b_floats(const arch::GemmKernels& kt, int64_t k, int64_t n);
 void gemm_pack_b_full(const arch::GemmKernels& kt, bool tb, int64_t k, int64_t n, const float* b,
                       int64_t ldb, float* out);
+// The same layout with 16-bit elements copied as they are (zero padding is +0 in f16 and bf16).
+void gemm_pack_b16_full(const arch::GemmKernels& kt, bool tb, int64_t k, int64_t n,
+                        const uint16_t* b, int64_t ldb, uint16_t* out);
 
 }  // namespace tessera::detail

@@ -118,10 +118,15 @@ GemmPlan plan_gemm(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p
   // A prepacked B follows the blocked path's KC blocks; one row reads several of its panels at
   // once (one panel at a time, the 1 x NR tile streamed a prepared layer's 16 MB weight at ~60%
   // of the rate of four: AVX2, 1 thread).
-  if (p.b_packed && p.m == 1)
-    return make(GemmPath::prepacked_row, "prepacked-b-one-row", blocked_kernels(kt, p.k, p.n), tn,
-                parallel, threads);
-  if (p.b_packed)
+  // B packed in 16 bits takes the same paths (the row kernel widens as it loads; the blocked
+  // path widens each block once).
+  if (p.prepacked() && p.m == 1) {
+    GemmPlan plan = make(GemmPath::prepacked_row, "prepacked-b-one-row",
+                         blocked_kernels(kt, p.k, p.n), tn, parallel, threads);
+    if (p.b_packed16) plan.b16 = p.b16 ? "_b_bf16" : "_b_f16";
+    return plan;
+  }
+  if (p.prepacked())
     return make(GemmPath::blocked, "prepacked-b", blocked_kernels(kt, p.k, p.n), tn, parallel,
                 threads);
   // Few rows: pack nothing of A. B^T is read as dot products along k; B by the wide kernels.
@@ -204,7 +209,8 @@ void gemm_kernel_names(const GemmPlan& plan, int64_t m, const char* isa, char* o
       std::snprintf(out, size, "f32_gemm_%dx%d_%s", k.small_rows, k.small_cols, isa);
       return;
     case GemmPath::prepacked_row:
-      std::snprintf(out, size, "f32_gemm_row_panels_1x%d_%s", k.row_panels_at_once * k.nr, isa);
+      std::snprintf(out, size, "f32_gemm_row_panels%s_1x%d_%s", plan.b16,
+                    k.row_panels_at_once * k.nr, isa);
       return;
     default:
       std::snprintf(out, size, "f32_gemm_%dx%d_%s", k.mr, k.nr, isa);

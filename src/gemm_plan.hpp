@@ -42,6 +42,7 @@ struct GemmPlan {
   bool column_slices = false;  // unpacked_a: one share of the column panels per thread
   bool stream_b = false;       // wide: B streamed row by row (gemm_rows_stream.hpp)
   bool b_streams = false;      // wide_k_chunks: the wide kernels that prefetch B
+  const char* b16 = "";        // B packed in 16 bits: "_b_f16" or "_b_bf16" (kernel names)
 };
 
 // parallel: false for a caller that parallelises over a batch itself; arena_threads: the
@@ -69,6 +70,10 @@ size_t gemm_serial_floats(const GemmPlan& plan, const GemmProblem& p);
 // gemm_run under a given tuning row (the tests run every row's choices on this machine).
 Status gemm_run(const arch::GemmKernels& kt, const Tuning& tn, const GemmProblem& p,
                 bool parallel = true);
+
+// Plans one product on table t with TBB in the caller's arena, runs it, and prints the
+// TESSERA_VERBOSE line labelled `op` (src/gemm.cpp).
+Status gemm_run_product(const char* op, const arch::KernelTable& t, const GemmProblem& p);
 
 // The fixed chunk of k the wide_k_chunks path splits at (a function of k alone).
 inline constexpr int64_t kWideKChunk = 1024;

@@ -189,8 +189,14 @@ void gemm_prepacked_row(const GemmKernels& kt, const GemmProblem& p, bool parall
     const int64_t cols = std::min(p.n, q1 * NR) - q0 * NR;
     for (int64_t pc = 0; pc < p.k; pc += KC) {
       const int64_t kc = std::min(KC, p.k - pc);
-      kt.row_panels(kc, p.a + pc * a_cs, a_cs, p.b_packed + pc * n_padded + q0 * NR * kc, q1 - q0,
-                    p.c + q0 * NR, cols, p.alpha, pc == 0 ? p.beta : 1.0f);
+      const int64_t at = pc * n_padded + q0 * NR * kc;
+      const float beta = pc == 0 ? p.beta : 1.0f;
+      if (p.b_packed)
+        kt.row_panels(kc, p.a + pc * a_cs, a_cs, p.b_packed + at, q1 - q0, p.c + q0 * NR, cols,
+                      p.alpha, beta);
+      else
+        kt.row_panels16[p.b16](kc, p.a + pc * a_cs, a_cs, p.b_packed16 + at, q1 - q0, p.c + q0 * NR,
+                               cols, p.alpha, beta);
     }
   });
 }

@@ -24,9 +24,9 @@ void* at(void* p, DType t, int64_t i) {
   return static_cast<char*>(p) + i * int64_t(dtype_bytes(t));
 }
 
-// C (rows x cols, ldc) = X W (+ bias broadcast over rows): packed float32 W through
-// sgemm_packed, 16-bit W through gemm_ex (widened in registers). The bias goes first, as C's
-// initial value: on a failure C is partly written (callers put back what they must).
+// C (rows x cols, ldc) = X W (+ bias broadcast over rows): packed W (float32 or 16-bit panels)
+// through sgemm_packed, row-major 16-bit W through gemm_ex (widened in registers). The bias goes
+// first, as C's initial value: on a failure C is partly written (callers put back what they must).
 Status linear(int64_t rows, int64_t in, int64_t cols, const float* x, int64_t ldx,
               const MhaMatrix& w, const float* bias, float* c, int64_t ldc) {
   if (bias) {

@@ -6,7 +6,8 @@
 
 namespace tessera::detail {
 
-// One weight matrix as the layer reads it: row-major in its type, or packed by sgemm_pack_b.
+// One weight matrix as the layer reads it: row-major in its type, or packed by sgemm_pack_b
+// (float32) or sgemm_pack_b16 (kept in 16 bits).
 struct MhaMatrix {
   const void* w = nullptr;
   DType type = DType::f32;

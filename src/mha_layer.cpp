@@ -9,10 +9,10 @@
 
 namespace tessera {
 
-// One 64-byte aligned block holding the packed (or 16-bit) weights and the biases.
+// One 64-byte aligned block holding the packed weights and the biases.
 struct MhaLayer::Impl {
   MhaDesc dims{};               // the layer fields of the desc it was created from
-  const char* table = nullptr;  // the kernel table its float32 weights were packed for
+  const char* table = nullptr;  // the kernel table its weights were packed for
   detail::MhaWeights w;
   void* block = nullptr;
   ~Impl() { std::free(block); }
@@ -78,7 +78,8 @@ Status MhaLayer::init(const MhaDesc& desc) {
   TESSERA_CHECK(detail::check_mha(d, true, c));
   const DType wt = DType(d.weight_type);
   const auto nt = Transpose::no_trans;
-  // Each matrix (in x cols): float32 packed for the active table, 16-bit kept as it is.
+  // Each matrix (in x cols) packed for the active table: float32 panels, or 16-bit panels kept
+  // in their type (a decode step reads half the bytes; prefill widens them a block at a time).
   struct Part {
     const void* src;
     int64_t in, cols;
@@ -94,7 +95,7 @@ Status MhaLayer::init(const MhaDesc& desc) {
   size_t total = 0;
   for (Part& p : parts) {
     p.bytes = wt == DType::f32 ? sgemm_pack_b_size(nt, p.in, p.cols)
-                               : size_t(p.in * p.cols) * detail::dtype_bytes(wt);
+                               : sgemm_pack_b16_size(nt, p.in, p.cols);
     if (p.bytes == 0) {
       delete impl;
       return detail::fail(Status::invalid_argument, "desc: a weight matrix cannot be packed");
@@ -112,11 +113,11 @@ Status MhaLayer::init(const MhaDesc& desc) {
   }
   char* next = static_cast<char*>(impl->block);
   for (const Part& p : parts) {
-    *p.dst = {next, wt, wt == DType::f32};
+    *p.dst = {next, wt, true};
     const Status s = wt == DType::f32
                          ? sgemm_pack_b(nt, p.in, p.cols, static_cast<const float*>(p.src), p.cols,
                                         next, p.bytes)
-                         : (std::memcpy(next, p.src, p.bytes), Status::ok);
+                         : sgemm_pack_b16(nt, p.in, p.cols, wt, p.src, p.cols, next, p.bytes);
     if (s != Status::ok) {
       delete impl;
       return s;
@@ -151,7 +152,7 @@ Status MhaLayer::forward(const MhaDesc& desc, const float* x_q, const float* x_k
                          float* out, void* workspace, size_t workspace_bytes) const {
   if (!impl_) return detail::fail(Status::invalid_argument, "layer is not initialised");
   TESSERA_CHECK(check_same_dims(impl_->dims, desc));
-  if (impl_->w.q.packed && std::strcmp(detail::active_table().name, impl_->table) != 0)
+  if (std::strcmp(detail::active_table().name, impl_->table) != 0)
     return detail::fail(Status::invalid_argument,
                         "layer was packed for kernel table \"%s\" but \"%s\" is active: "
                         "create it again",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gemm_tester.hpp"
+#include "src/check.hpp"
 #include "src/dispatch.hpp"
 #include "tessera/convert.hpp"
 #include "tessera/tessera.h"
@@ -171,6 +172,89 @@ TEST_P(GemmEx, PackFromSixteenBitsEqualsPackOfWidened) {
             tessera::Status::invalid_argument);
   EXPECT_NE(std::string(tessera::last_error()).find("b_type"), std::string::npos);
   for (float x : packed) EXPECT_EQ(x, 5.0f);
+}
+
+// Panels kept in 16 bits (sgemm_pack_b16): half the bytes of the float32 panels, and
+// sgemm_packed gives, bit for bit, the C it gives for the same B packed widened (pack_b_ex): one
+// row (the row-panel kernels, widening as they load) and several (the blocked path, widening a
+// block at a time), k across KC blocks, a partial last panel, beta and alpha, 1 and 2 threads.
+TEST_P(GemmEx, PackedInSixteenBitsEqualsPackedWidened) {
+  const std::array<int64_t, 2> shapes[] = {{1, 1}, {37, 70}, {700, 1030}, {1300, 130}};
+  int combo = 0;
+  for (const auto& s : shapes)
+    for (DType bt : {DType::f16, DType::bf16})
+      for (Transpose tb : kTrans) {
+        const int64_t k = s[0], n = s[1], rows = tb == Transpose::trans ? n : k;
+        const int64_t cols = tb == Transpose::trans ? k : n, ldb = cols + 3;
+        const auto f = tt::random_vec(size_t(rows * ldb), uint32_t(80 + combo++));
+        std::vector<uint16_t> b(f.size());
+        ASSERT_EQ(tessera::convert(DType::f32, bt, int64_t(f.size()), f.data(), b.data()),
+                  tessera::Status::ok);
+        const size_t bytes32 = tessera::sgemm_pack_b_size(tb, k, n);
+        const size_t bytes16 = tessera::sgemm_pack_b16_size(tb, k, n);
+        EXPECT_EQ(bytes16 - 64, (bytes32 - 64) / 2);
+        std::vector<float> p32(bytes32 / 4), p16(bytes16 / 4 + 1, 5.0f);
+        ASSERT_EQ(tessera::sgemm_pack_b_ex(tb, k, n, bt, b.data(), ldb, p32.data(), bytes32),
+                  tessera::Status::ok);
+        ASSERT_EQ(tessera::sgemm_pack_b16(tb, k, n, bt, b.data(), ldb, p16.data(), bytes16),
+                  tessera::Status::ok)
+            << tessera::last_error();
+        EXPECT_EQ(p16.back(), 5.0f) << "wrote past packed_bytes";
+        for (int64_t m : {1, 2, 7})
+          for (int threads : {1, 2}) {
+            const float alpha = combo % 2 ? 1.0f : -0.5f, beta = m == 2 ? 0.5f : 0.0f;
+            const auto a = tt::random_vec(size_t(m * k), uint32_t(9 + m));
+            std::vector<float> c32(size_t(m * n), 1.0f), c16(c32);
+            tbb::task_arena(threads).execute([&] {
+              ASSERT_EQ(tessera::sgemm_packed(Transpose::no_trans, m, n, k, alpha, a.data(), k,
+                                              p32.data(), beta, c32.data(), n),
+                        tessera::Status::ok);
+              ASSERT_EQ(tessera::sgemm_packed(Transpose::no_trans, m, n, k, alpha, a.data(), k,
+                                              p16.data(), beta, c16.data(), n),
+                        tessera::Status::ok)
+                  << tessera::last_error();
+            });
+            EXPECT_EQ(std::memcmp(c32.data(), c16.data(), c32.size() * sizeof(float)), 0)
+                << m << "x" << n << "x" << k << " " << tessera::detail::dtype_name(bt)
+                << " threads " << threads;
+          }
+      }
+}
+
+// sgemm_pack_b16 takes only 16-bit B and a buffer of its own size, writing nothing otherwise;
+// sgemm_packed refuses a header whose type field is not a type.
+TEST(GemmExApi, PackB16RejectsBadArgumentsAndWritesNothing) {
+  std::vector<float> packed(64, 5.0f), b(16);
+  const auto untouched = [&] {
+    for (float x : packed)
+      if (x != 5.0f) return false;
+    return true;
+  };
+  EXPECT_EQ(tessera_sgemm_pack_b16(TESSERA_NO_TRANS, 4, 4, TESSERA_F32, b.data(), 4, packed.data(),
+                                   packed.size() * 4),
+            TESSERA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tessera_last_error()).find("b_type"), std::string::npos);
+  EXPECT_EQ(tessera_sgemm_pack_b16(TESSERA_NO_TRANS, 4, 4, tessera_dtype(3), b.data(), 4,
+                                   packed.data(), packed.size() * 4),
+            TESSERA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tessera_last_error()).find("b_type"), std::string::npos);
+  const size_t need = tessera_sgemm_pack_b16_size(TESSERA_NO_TRANS, 4, 4);
+  EXPECT_EQ(tessera_sgemm_pack_b16(TESSERA_NO_TRANS, 4, 4, TESSERA_F16, b.data(), 4, packed.data(),
+                                   need - 1),
+            TESSERA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tessera_last_error()).find("packed_bytes"), std::string::npos);
+  EXPECT_TRUE(untouched());
+  EXPECT_EQ(tessera_sgemm_pack_b16_size(tessera_transpose(7), 4, 4), 0u);
+  ASSERT_EQ(tessera_sgemm_pack_b16(TESSERA_NO_TRANS, 4, 4, TESSERA_BF16, b.data(), 4, packed.data(),
+                                   need),
+            TESSERA_OK);
+  std::vector<float> a(4, 1.0f), c(4, 7.0f);
+  int32_t bad = 9;
+  std::memcpy(reinterpret_cast<char*>(packed.data()) + 48, &bad, 4);  // PackedBHeader::type
+  EXPECT_EQ(tessera_sgemm_packed(TESSERA_NO_TRANS, 1, 4, 4, 1.0f, a.data(), 4, packed.data(), 0.0f,
+                                 c.data(), 4),
+            TESSERA_INVALID_ARGUMENT);
+  for (float x : c) EXPECT_EQ(x, 7.0f);
 }
 
 TEST(GemmExApi, RejectsBadTypesAndWritesNothing) {

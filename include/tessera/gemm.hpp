@@ -23,6 +23,11 @@ TESSERA_API Status sgemm_pack_b(Transpose tb, int64_t k, int64_t n, const float*
 // panels hold it widened to float32, for sgemm_packed; see tessera_sgemm_pack_b_ex.
 TESSERA_API Status sgemm_pack_b_ex(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b,
                                    int64_t ldb, void* packed, size_t packed_bytes);
+// op(B) stored as f16 or bf16 packed in the same panels with its elements kept in 16 bits (half
+// the bytes; sgemm_packed widens them as it reads); see tessera_sgemm_pack_b16.
+TESSERA_API size_t sgemm_pack_b16_size(Transpose tb, int64_t k, int64_t n);
+TESSERA_API Status sgemm_pack_b16(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b,
+                                  int64_t ldb, void* packed, size_t packed_bytes);
 TESSERA_API Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha,
                                 const float* a, int64_t lda, const void* packed, float beta,
                                 float* c, int64_t ldc);

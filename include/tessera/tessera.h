@@ -192,8 +192,19 @@ TESSERA_API tessera_status tessera_sgemm_pack_b(tessera_transpose tb, int64_t k,
 TESSERA_API tessera_status tessera_sgemm_pack_b_ex(tessera_transpose tb, int64_t k, int64_t n,
                                                    tessera_dtype b_type, const void* b, int64_t ldb,
                                                    void* packed, size_t packed_bytes);
-/* C = alpha * op(A) * B + beta * C with B packed by tessera_sgemm_pack_b for the same k and n
- * under the same kernel table (otherwise TESSERA_INVALID_ARGUMENT). */
+/* Bytes needed to pack op(B) in 16 bits (tessera_sgemm_pack_b16); 0 for bad arguments. */
+TESSERA_API size_t tessera_sgemm_pack_b16_size(tessera_transpose tb, int64_t k, int64_t n);
+/* Packs op(B), stored as b_type (TESSERA_F16 or TESSERA_BF16), into tessera_sgemm_pack_b's panel
+ * layout with its elements kept in b_type: half the bytes of float32 panels. tessera_sgemm_packed
+ * widens them exactly as it reads them, so its result is the one it gives for B packed by
+ * tessera_sgemm_pack_b_ex (the same sums), while one row of A (a decode step through weights
+ * kept in 16 bits) reads half the bytes. Sizes and failures as tessera_sgemm_pack_b. */
+TESSERA_API tessera_status tessera_sgemm_pack_b16(tessera_transpose tb, int64_t k, int64_t n,
+                                                  tessera_dtype b_type, const void* b, int64_t ldb,
+                                                  void* packed, size_t packed_bytes);
+/* C = alpha * op(A) * B + beta * C with B packed by tessera_sgemm_pack_b, _pack_b_ex or
+ * _pack_b16 for the same k and n under the same kernel table (otherwise
+ * TESSERA_INVALID_ARGUMENT). */
 TESSERA_API tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n,
                                                 int64_t k, float alpha, const float* a, int64_t lda,
                                                 const void* packed, float beta, float* c,
@@ -347,13 +358,14 @@ TESSERA_API tessera_status tessera_mha_forward(const tessera_mha_desc* desc, con
                                                const float* x_kv, float* out, void* workspace,
                                                size_t workspace_bytes);
 
-/* A prepared layer: the weights packed once into the active kernel table's layout (float32
- * weights into sgemm's packed panels; f16 and bf16 weights kept in 16 bits, which a decode step
- * reads at half the bytes) and the biases copied, so the caller's arrays may be freed.
+/* A prepared layer: the weights packed once into the active kernel table's panels (float32
+ * weights as tessera_sgemm_pack_b packs them; f16 and bf16 weights as tessera_sgemm_pack_b16
+ * does, kept in 16 bits, which a decode step reads at half the bytes) and the biases copied, so
+ * the caller's arrays may be freed.
  * tessera_mha_create reads desc's dimensions (q_in_dim, kv_in_dim, out_dim, the heads and head
  * sizes), weights, biases and weight_type; the other fields are the calls'. The layer is
- * immutable: several threads may run it at once, each with its own workspace. Float32 weights
- * are packed for the kernel table active at creation: after tessera_set_isa selects another,
+ * immutable: several threads may run it at once, each with its own workspace. The weights are
+ * packed for the kernel table active at creation: after tessera_set_isa selects another,
  * calls fail (TESSERA_INVALID_ARGUMENT naming the layer) until it is created again. */
 typedef struct tessera_mha_layer tessera_mha_layer;
 TESSERA_API tessera_status tessera_mha_create(const tessera_mha_desc* desc,
