@@ -120,11 +120,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<float> packed;
   size_t packed_bytes = 0;
   if (form == 2) {
-    packed_bytes = tessera_sgemm_pack_b_size(tb, k, n);
+    // Float32 panels, or panels kept in f16 / bf16 from a B rounded to that type (in the arena
+    // too, so the reference below sees the same values).
+    const int kind = in.range(0, 2);
+    std::vector<uint16_t> b16;
+    if (kind > 0 && !vast) {
+      const auto narrow =
+          kind == 1 ? tessera::reference::f32_to_f16 : tessera::reference::f32_to_bf16;
+      const auto widen =
+          kind == 1 ? tessera::reference::f16_to_f32 : tessera::reference::bf16_to_f32;
+      b16.resize(size_t(std::max<int64_t>(eb, 1)));
+      for (int64_t e = 0; e < eb; ++e) b[e] = widen(b16[size_t(e)] = narrow(b[e]));
+    }
+    packed_bytes =
+        kind > 0 ? tessera_sgemm_pack_b16_size(tb, k, n) : tessera_sgemm_pack_b_size(tb, k, n);
     packed.resize(packed_bytes / 4 + 16);
     const size_t given = in.byte() < 32 ? packed_bytes / 2 : packed_bytes;
     const fz::Snapshot before(packed.data(), packed.size() * 4);
-    const tessera_status s = tessera_sgemm_pack_b(tb, k, n, b, ldb, packed.data(), given);
+    const tessera_status s =
+        kind == 0 ? tessera_sgemm_pack_b(tb, k, n, b, ldb, packed.data(), given)
+                  : tessera_sgemm_pack_b16(tb, k, n, kind == 1 ? TESSERA_F16 : TESSERA_BF16,
+                                           vast ? nullptr : b16.data(), ldb, packed.data(), given);
     if (fz::rejected(s, {before})) {
       if (!vast && given == packed_bytes && ldb >= std::max<int64_t>(b_cols, 1))
         fz::violated("pack_b rejected a valid call", tessera_last_error());
