@@ -31,15 +31,21 @@ using GemmPackedFn = void (*)(int64_t kc, const float* a_panel, const float* b_p
 using GemmStridedFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
                                const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nr,
                                float alpha, float beta);
-// One row of A (a[p * a_cs]) against `panels` consecutive panels of a prepacked B's KC block,
-// C's first `cols` columns (arch/common/gemm_row_panels.hpp).
-using GemmRowPanelsFn = void (*)(int64_t kc, const float* a, int64_t a_cs, const float* b,
-                                 int64_t panels, float* c, int64_t cols, float alpha, float beta);
+// r rows of A (A(i, p) at a[i * a_rs + p * a_cs]) against `panels` consecutive panels of a
+// prepacked B's KC block, C's first `cols` columns, rows ldc apart
+// (arch/common/gemm_row_panels.hpp).
+using GemmRowPanelsFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                                 const float* b, int64_t panels, float* c, int64_t ldc,
+                                 int64_t cols, float alpha, float beta);
 // The same with the panels stored in 16 bits (f16 or bf16), widened as loaded.
-using GemmRowPanels16Fn = void (*)(int64_t kc, const float* a, int64_t a_cs, const uint16_t* b,
-                                   int64_t panels, float* c, int64_t cols, float alpha, float beta);
-// The panels it reads at once for panels of nv vectors: 8 accumulators, at least one panel.
-constexpr int row_panels_at_once(int nv) { return nv >= 8 ? 1 : 8 / nv; }
+using GemmRowPanels16Fn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs,
+                                   const uint16_t* b, int64_t panels, float* c, int64_t ldc,
+                                   int64_t cols, float alpha, float beta);
+// The panels read at once with `acc` accumulators per panel (rows x vectors): 8 accumulators,
+// at least one panel.
+constexpr int row_panels_at_once(int acc) { return acc >= 8 ? 1 : 8 / acc; }
+// Rows of A the row-panel kernels take at most.
+constexpr int kMaxRowPanelRows = 4;
 // Floats per 64-byte cache line: the unit of every prefetch and of TileRun::l2_lines.
 inline constexpr int kLineFloats = 16;
 
@@ -103,13 +109,13 @@ struct GemmKernels {
   // 247 -> 258, 4096 x 4096 x 64 (Q K^T) 237 -> 246, and 472 -> 498 on 2 threads.
   GemmPackedRunFn packed_run;
   GemmStridedRunFn strided_run;
-  // One row against a prepacked B (a prepared layer's decode step), row_panels panels of NR
-  // columns read at once.
-  GemmRowPanelsFn row_panels;
-  int row_panels_at_once;
-  // [t]: as row_panels with the panels in 16 bits, t = 0 for f16, 1 for bf16 (weights packed
-  // in 16 bits: half the bytes per decode step).
-  GemmRowPanels16Fn row_panels16[2];
+  // [r]: r rows against a prepacked B (a prepared layer's decode step), several panels of NR
+  // columns read at once (row_panels_at_once(r nv)); r = 1..row_panels_rows, null past it.
+  // [t][r]: the same with the panels in 16 bits, t = 0 for f16, 1 for bf16 (weights packed in
+  // 16 bits: half the bytes per decode step).
+  int row_panels_rows;
+  GemmRowPanelsFn row_panels[kMaxRowPanelRows + 1];
+  GemmRowPanels16Fn row_panels16[2][kMaxRowPanelRows + 1];
   // A run of small_rows x small_cols tiles (blocking.hpp: small_rows), or null; B^T packed into
   // small_cols-wide panels for them (pack_b's layout at that width).
   int small_rows, small_cols;

@@ -117,12 +117,14 @@ GemmPlan plan_gemm(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p
     return make(GemmPath::scale_c, "alpha-or-k-zero", kt, tn, parallel, threads);
   // A prepacked B follows the blocked path's KC blocks; one row reads several of its panels at
   // once (one panel at a time, the 1 x NR tile streamed a prepared layer's 16 MB weight at ~60%
-  // of the rate of four: AVX2, 1 thread).
-  // B packed in 16 bits takes the same paths (the row kernel widens as it loads; the blocked
-  // path widens each block once).
-  if (p.prepacked() && p.m == 1) {
-    GemmPlan plan = make(GemmPath::prepacked_row, "prepacked-b-one-row",
-                         blocked_kernels(kt, p.k, p.n), tn, parallel, threads);
+  // of the rate of four: AVX2, 1 thread). B packed in 16 bits takes the row kernels for every
+  // row count they have, which widen as they load: the blocked path widens each block into
+  // memory first, and ran 2-4 rows x 2048 x 2048 at the float32 speed, the row kernels at
+  // 2.5-3.4x it (AVX2, 1 and 2 threads). Float32 rows past one keep the blocked tiles.
+  const GemmKernels& packed_kt = blocked_kernels(kt, p.k, p.n);
+  if (p.prepacked() && p.m <= (p.b_packed16 ? packed_kt.row_panels_rows : 1)) {
+    GemmPlan plan =
+        make(GemmPath::prepacked_row, "prepacked-b-few-rows", packed_kt, tn, parallel, threads);
     if (p.b_packed16) plan.b16 = p.b16 ? "_b_bf16" : "_b_f16";
     return plan;
   }
@@ -209,8 +211,8 @@ void gemm_kernel_names(const GemmPlan& plan, int64_t m, const char* isa, char* o
       std::snprintf(out, size, "f32_gemm_%dx%d_%s", k.small_rows, k.small_cols, isa);
       return;
     case GemmPath::prepacked_row:
-      std::snprintf(out, size, "f32_gemm_row_panels%s_1x%d_%s", plan.b16,
-                    k.row_panels_at_once * k.nr, isa);
+      std::snprintf(out, size, "f32_gemm_row_panels%s_%lldx%d_%s", plan.b16, (long long)m,
+                    arch::row_panels_at_once(int(m) * k.nr / k.simd_floats) * k.nr, isa);
       return;
     default:
       std::snprintf(out, size, "f32_gemm_%dx%d_%s", k.mr, k.nr, isa);

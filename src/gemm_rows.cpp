@@ -174,16 +174,18 @@ Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel, boo
   return Status::ok;
 }
 
-// ---- one row of A times a prepacked B: the row-panel kernel --------------------------------
-// A prepared layer's decode step: its float32 weights are packed once, and one token's
-// projections read them. Each thread takes a contiguous share of the panels (whole groups of
-// the kernel's panels read at once) and runs every KC block over it, so no fork-join per block;
-// every C element is one accumulator summing each KC block in order, then the blocks in order:
-// the blocked path's sums, on any split.
+// ---- a few rows of A times a prepacked B: the row-panel kernels ----------------------------
+// A prepared layer's decode step: its weights are packed once, and a few tokens' projections
+// read them. Each thread takes a contiguous share of the panels (whole groups of the kernel's
+// panels read at once) and runs every KC block over it, so no fork-join per block; every C
+// element is one accumulator summing each KC block in order, then the blocks in order: the
+// blocked path's sums, on any split.
 void gemm_prepacked_row(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
-  const int64_t NR = kt.nr, KC = kt.kc, G = kt.row_panels_at_once;
+  const int r = int(p.m);
+  const int64_t NR = kt.nr, KC = kt.kc;
+  const int64_t G = arch::row_panels_at_once(int(NR / kt.simd_floats) * r);
   const int64_t panels = ceil_div(p.n, NR), n_padded = panels * NR;
-  const int64_t a_cs = p.ta ? p.lda : 1;
+  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
   thread_slices(ceil_div(panels, G), parallel, [&](int64_t g0, int64_t g1, bool) {
     const int64_t q0 = g0 * G, q1 = std::min(panels, g1 * G);
     const int64_t cols = std::min(p.n, q1 * NR) - q0 * NR;
@@ -192,11 +194,11 @@ void gemm_prepacked_row(const GemmKernels& kt, const GemmProblem& p, bool parall
       const int64_t at = pc * n_padded + q0 * NR * kc;
       const float beta = pc == 0 ? p.beta : 1.0f;
       if (p.b_packed)
-        kt.row_panels(kc, p.a + pc * a_cs, a_cs, p.b_packed + at, q1 - q0, p.c + q0 * NR, cols,
-                      p.alpha, beta);
+        kt.row_panels[r](kc, p.a + pc * a_cs, a_rs, a_cs, p.b_packed + at, q1 - q0, p.c + q0 * NR,
+                         p.ldc, cols, p.alpha, beta);
       else
-        kt.row_panels16[p.b16](kc, p.a + pc * a_cs, a_cs, p.b_packed16 + at, q1 - q0, p.c + q0 * NR,
-                               cols, p.alpha, beta);
+        kt.row_panels16[p.b16][r](kc, p.a + pc * a_cs, a_rs, a_cs, p.b_packed16 + at, q1 - q0,
+                                  p.c + q0 * NR, p.ldc, cols, p.alpha, beta);
     }
   });
 }

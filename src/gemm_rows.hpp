@@ -20,8 +20,9 @@ size_t gemm_wide_floats(const arch::GemmKernels& kt, const GemmProblem& p, bool 
 Status gemm_wide_k_chunks(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel,
                           bool b_streams, float* given = nullptr);
 size_t gemm_wide_k_chunks_serial_floats(const arch::GemmKernels& kt, const GemmProblem& p);
-// C = alpha A B + beta C for one row of A and a prepacked B (p.b_packed, kt's blocking): each
-// thread a contiguous share of the panels over every KC block, several panels read at once.
+// C = alpha A B + beta C for m <= kt.row_panels_rows rows of A and a prepacked B (p.b_packed or
+// p.b_packed16, kt's blocking): each thread a contiguous share of the panels over every KC
+// block, several panels read at once.
 void gemm_prepacked_row(const arch::GemmKernels& kt, const GemmProblem& p, bool parallel);
 
 }  // namespace tessera::detail

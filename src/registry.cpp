@@ -73,12 +73,15 @@ struct Adder {
           reinterpret_cast<const void*>(g.strided[r]));
     }
     // cols: the panels read at once; ldb: one panel's width.
-    add(KernelFamily::gemm_row_panels, "gemm_row_panels", 1, g.row_panels_at_once * g.nr, 0, g.nr,
-        reinterpret_cast<const void*>(g.row_panels));
-    add(KernelFamily::gemm_row_panels_b_f16, "gemm_row_panels_b_f16", 1,
-        g.row_panels_at_once * g.nr, 0, g.nr, reinterpret_cast<const void*>(g.row_panels16[0]));
-    add(KernelFamily::gemm_row_panels_b_bf16, "gemm_row_panels_b_bf16", 1,
-        g.row_panels_at_once * g.nr, 0, g.nr, reinterpret_cast<const void*>(g.row_panels16[1]));
+    for (int r = 1; r <= g.row_panels_rows; ++r) {
+      const int cols = arch::row_panels_at_once(r * g.nr / g.simd_floats) * g.nr;
+      add(KernelFamily::gemm_row_panels, "gemm_row_panels", r, cols, 0, g.nr,
+          reinterpret_cast<const void*>(g.row_panels[r]));
+      add(KernelFamily::gemm_row_panels_b_f16, "gemm_row_panels_b_f16", r, cols, 0, g.nr,
+          reinterpret_cast<const void*>(g.row_panels16[0][r]));
+      add(KernelFamily::gemm_row_panels_b_bf16, "gemm_row_panels_b_bf16", r, cols, 0, g.nr,
+          reinterpret_cast<const void*>(g.row_panels16[1][r]));
+    }
   }
 
   void table() {

@@ -176,8 +176,8 @@ TEST_P(GemmEx, PackFromSixteenBitsEqualsPackOfWidened) {
 
 // Panels kept in 16 bits (sgemm_pack_b16): half the bytes of the float32 panels, and
 // sgemm_packed gives, bit for bit, the C it gives for the same B packed widened (pack_b_ex): one
-// row (the row-panel kernels, widening as they load) and several (the blocked path, widening a
-// block at a time), k across KC blocks, a partial last panel, beta and alpha, 1 and 2 threads.
+// to four rows (the row-panel kernels, widening as they load) and more (the blocked path, widening
+// a block at a time), k across KC blocks, a partial last panel, beta and alpha, 1 and 2 threads.
 TEST_P(GemmEx, PackedInSixteenBitsEqualsPackedWidened) {
   const std::array<int64_t, 2> shapes[] = {{1, 1}, {37, 70}, {700, 1030}, {1300, 130}};
   int combo = 0;
@@ -200,7 +200,7 @@ TEST_P(GemmEx, PackedInSixteenBitsEqualsPackedWidened) {
                   tessera::Status::ok)
             << tessera::last_error();
         EXPECT_EQ(p16.back(), 5.0f) << "wrote past packed_bytes";
-        for (int64_t m : {1, 2, 7})
+        for (int64_t m : {1, 2, 3, 4, 7})
           for (int threads : {1, 2}) {
             const float alpha = combo % 2 ? 1.0f : -0.5f, beta = m == 2 ? 0.5f : 0.0f;
             const auto a = tt::random_vec(size_t(m * k), uint32_t(9 + m));

@@ -33,7 +33,7 @@ arch::GemmKernels geometry(const arch::GemmBlocking& g, int w) {
   arch::GemmKernels k{};
   k.mr = g.mr, k.nr = g.nv * w, k.kc = g.kc, k.mc = g.mc, k.nc = g.nc;
   k.simd_floats = w;
-  k.row_panels_at_once = arch::row_panels_at_once(g.nv);
+  for (int r = 1; r <= arch::kMaxRowPanelRows && r * g.nv <= 8; ++r) k.row_panels_rows = r;
   k.dot_rows = g.dot_rows;
   for (int r = 1; r <= arch::kMaxDotRows; ++r) k.dot_cols[r] = r == 1 ? w : g.dot_cols;
   if (g.small_rows > 0) {
@@ -139,6 +139,7 @@ std::vector<std::string> all_plans() {
         out.push_back(plan_line(pr, c, kShapes[20], threads, true, false));  // alpha = 0
         out.push_back(plan_line(pr, c, kShapes[20], threads, false, true));  // prepacked B
         out.push_back(plan_line(pr, c, kShapes[3], threads, false, true));   // prepacked, 1 row
+        out.push_back(plan_line(pr, c, kShapes[6], threads, false, true));   // prepacked, 4 rows
       }
   return out;
 }
@@ -169,7 +170,7 @@ TEST(GemmPlan, EveryRuleFiresInTheCorpus) {
   std::string all;
   for (const auto& line : all_plans()) all += line + "\n";
   for (const char* rule :
-       {"empty", "alpha-or-k-zero", "prepacked-b", "prepacked-b-one-row", "few-rows-b-trans",
+       {"empty", "alpha-or-k-zero", "prepacked-b", "prepacked-b-few-rows", "few-rows-b-trans",
         "few-rows-narrow-b-k-chunks", "few-rows-b-streamed", "few-rows-b",
         "short-k-small-tile-panels", "small-tiles-b-in-place", "small-tiles-b-panels",
         "few-rows-a-in-place", "small-deep-tile-a-in-place", "small-a-in-place", "mid-a-in-place",

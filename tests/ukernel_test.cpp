@@ -117,9 +117,10 @@ void test_packed(const KernelRow& row, int64_t w) {
   }
 }
 
-// One row against 1 to 2P + 1 packed panels (P = cols / NR read at once: whole groups and the
-// single panels after them), the last panel whole or partial, A in place or strided; the panels
-// float32 or 16-bit (Elem, from `narrow`, read back by `widen`), f16 subnormals every 7th.
+// r rows against 1 to 2P + 1 packed panels (P = cols / NR read at once: whole groups and the
+// single panels after them), the last panel whole or partial, A row-major or transposed
+// (strided); the panels float32 or 16-bit (Elem, from `narrow`, read back by `widen`), f16
+// subnormals every 7th.
 template <class Fn, class Elem, class Narrow, class Widen>
 void test_row_panels_of(const KernelRow& row, Narrow narrow, Widen widen) {
   const auto fn = reinterpret_cast<Fn>(row.fn);
@@ -130,8 +131,10 @@ void test_row_panels_of(const KernelRow& row, Narrow narrow, Widen widen) {
       if (panels < 1) continue;
       for (int64_t cols : {panels * NR, panels * NR - 1, (panels - 1) * NR + 1}) {
         const Scalars s = kScalars[combo++ % 3];
-        const int64_t a_cs = combo % 2 ? 1 : 3;
-        const auto a = data(size_t(k * a_cs + 1), uint32_t(combo));
+        const bool a_trans = combo % 2 == 0;
+        const int64_t R = row.rows, lda = (a_trans ? R : k) + 2;
+        const int64_t a_rs = a_trans ? 1 : lda, a_cs = a_trans ? lda : 1;
+        const auto a = data(size_t((a_trans ? k : R) * lda + 1), uint32_t(combo));
         const auto f = data(size_t(panels * NR * k + 1), uint32_t(combo + 100));
         std::vector<Elem> b;
         for (size_t i = 0; i < f.size(); ++i)
@@ -142,9 +145,12 @@ void test_row_panels_of(const KernelRow& row, Narrow narrow, Widen widen) {
         for (int64_t p = 0; p < k; ++p)
           for (int64_t j = cols; j < panels * NR; ++j) b_at(p, j) = Elem(0);  // the padding
         check(
-            row, {1, cols, k, cols + 3, s}, [&](int64_t, int64_t p) { return a[size_t(p * a_cs)]; },
+            row, {R, cols, k, cols + 3, s},
+            [&](int64_t i, int64_t p) { return a[size_t(i * a_rs + p * a_cs)]; },
             [&](int64_t p, int64_t j) { return widen(b_at(p, j)); },
-            [&](float* c) { fn(k, a.data(), a_cs, b.data(), panels, c, cols, s.alpha, s.beta); },
+            [&](float* c) {
+              fn(k, a.data(), a_rs, a_cs, b.data(), panels, c, cols + 3, cols, s.alpha, s.beta);
+            },
             "row panels");
         if (::testing::Test::HasFailure()) return;
       }

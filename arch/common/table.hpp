@@ -69,10 +69,8 @@ GemmKernels make_tile_kernels() {
   g.mc = G.mc;
   g.nc = G.nc;
   fill_ukernels<Arch, G, Packed>(g, std::make_integer_sequence<int, G.mr>());
-  g.row_panels = &gemm_row_panels<Arch, G.nv, row_panels_at_once(G.nv)>;
-  g.row_panels_at_once = row_panels_at_once(G.nv);
-  g.row_panels16[0] = &gemm_row_panels_b16<Arch, F16Widen, G.nv, row_panels_at_once(G.nv)>;
-  g.row_panels16[1] = &gemm_row_panels_b16<Arch, Bf16Widen, G.nv, row_panels_at_once(G.nv)>;
+  fill_row_panels<Arch, G.nv, F16Widen, Bf16Widen>(
+      g, std::make_integer_sequence<int, kMaxRowPanelRows>());
   g.pack_a = &gemm_pack_a<Arch, G.mr>;
   g.pack_b = &gemm_pack_b<Arch, G.nv * W>;
   return g;
