@@ -88,8 +88,10 @@ struct KvRows {
 // interleaved, medians): decode 32 heads x d = 128, kv 512 (in L3) 28.0 -> 36.7 GFLOP/s, kv
 // 4096 11.9 -> 15.1, kv 32768 11.9 -> 14.2. Columns past the last whole vector (head dims that
 // are not a multiple of W) go through a zero-padded packed panel.
-// A 16-bit V goes in blocks of kDecodeKeys keys, each widened into L1 just before its products
-// (see key_loop); a float32 V in one block, the keys any panel sees.
+// V goes in blocks of kDecodeKeys keys: a 16-bit block is widened into L1 just before its
+// products (see key_loop), and a float32 block (16 KB at d = 128) stays in L1 while the wide
+// kernels pass it a strip of columns at a time; as one 256-key block (128 KB), every strip after
+// the first came from L2 and the first from memory row by row.
 void pv_few_rows(const arch::KernelTable& kt, const tessera_attention_desc& d, int64_t rows,
                  const KvRows& vrows, int64_t j0, const int64_t* extent, TileState& st) {
   const arch::GemmKernels& gk = kt.gemm;
@@ -115,7 +117,7 @@ void pv_few_rows(const arch::KernelTable& kt, const tessera_attention_desc& d, i
     }
     return;
   }
-  const int64_t block = d.v_type == TESSERA_F32 ? kBK : kDecodeKeys;
+  const int64_t block = kDecodeKeys;
   for (int64_t kb = lo; kb < hi; kb += block) {
     const int64_t ke = std::min(hi, kb + block);
     int64_t ldv;
