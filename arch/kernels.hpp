@@ -162,6 +162,11 @@ struct GemmKernels {
   const GemmKernels* deep;
 };
 
+// The panels row_panels[r] (and row_panels16[t][r]) read at once: r rows x NV vectors each.
+inline int row_panels_group(const GemmKernels& g, int r) {
+  return row_panels_at_once(g.nr / g.simd_floats * r);
+}
+
 // The widest wide[r][j] (index j) of at most `vectors` vectors: callers cover a run of whole
 // vectors with the widest kernels first.
 inline int wide_index(const GemmKernels& g, int r, int64_t vectors) {

@@ -129,8 +129,7 @@ GemmPlan plan_gemm(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p
     return plan;
   }
   if (p.prepacked())
-    return make(GemmPath::blocked, "prepacked-b", blocked_kernels(kt, p.k, p.n), tn, parallel,
-                threads);
+    return make(GemmPath::blocked, "prepacked-b", packed_kt, tn, parallel, threads);
   // Few rows: pack nothing of A. B^T is read as dot products along k; B by the wide kernels.
   if (few_rows && p.tb && !p.ta)
     return make(GemmPath::dot, "few-rows-b-trans", kt, tn, parallel, threads);
@@ -212,7 +211,7 @@ void gemm_kernel_names(const GemmPlan& plan, int64_t m, const char* isa, char* o
       return;
     case GemmPath::prepacked_row:
       std::snprintf(out, size, "f32_gemm_row_panels%s_%lldx%d_%s", plan.b16, (long long)m,
-                    arch::row_panels_at_once(int(m) * k.nr / k.simd_floats) * k.nr, isa);
+                    arch::row_panels_group(k, int(m)) * k.nr, isa);
       return;
     default:
       std::snprintf(out, size, "f32_gemm_%dx%d_%s", k.mr, k.nr, isa);

@@ -183,7 +183,7 @@ Status gemm_wide(const GemmKernels& kt, const GemmProblem& p, bool parallel, boo
 void gemm_prepacked_row(const GemmKernels& kt, const GemmProblem& p, bool parallel) {
   const int r = int(p.m);
   const int64_t NR = kt.nr, KC = kt.kc;
-  const int64_t G = arch::row_panels_at_once(int(NR / kt.simd_floats) * r);
+  const int64_t G = arch::row_panels_group(kt, r);
   const int64_t panels = ceil_div(p.n, NR), n_padded = panels * NR;
   const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
   thread_slices(ceil_div(panels, G), parallel, [&](int64_t g0, int64_t g1, bool) {

@@ -74,7 +74,7 @@ struct Adder {
     }
     // cols: the panels read at once; ldb: one panel's width.
     for (int r = 1; r <= g.row_panels_rows; ++r) {
-      const int cols = arch::row_panels_at_once(r * g.nr / g.simd_floats) * g.nr;
+      const int cols = arch::row_panels_group(g, r) * g.nr;
       add(KernelFamily::gemm_row_panels, "gemm_row_panels", r, cols, 0, g.nr,
           reinterpret_cast<const void*>(g.row_panels[r]));
       add(KernelFamily::gemm_row_panels_b_f16, "gemm_row_panels_b_f16", r, cols, 0, g.nr,
