@@ -207,6 +207,25 @@ struct HalfGemmKernels {
   HgemmPackedFn packed[kMaxMR + 1] = {};  // [r]: r = 1..mr rows; all null: no fp16 arithmetic
 };
 
+// arch/x86/gemm_bf16_dot_avx512.hpp: C (float32, r x nr) = alpha A B + beta C, A and B bf16
+// panels of k pairs, each pair step one bf16 dot-product instruction (bf16 x bf16 -> float32).
+using Bf16DotPackedFn = void (*)(int64_t pairs, const uint16_t* a_panel, const uint16_t* b_panel,
+                                 float* c, int64_t ldc, int64_t nr, float alpha, float beta);
+// One panel of k pairs, `width` lanes wide, `lanes` of them from src (contract there).
+using Bf16PairPackFn = void (*)(bool k_rows, int64_t lanes, int64_t k, const uint16_t* src,
+                                int64_t ld, int64_t width, uint16_t* out);
+// Kernels that need one CPU feature beyond their table's (XNNPACK picks micro-kernels per
+// feature the same way): the dispatcher adds them to the table where the CPU has `feature`.
+struct Bf16DotKernels {
+  const char* feature = "";                 // as hardware.hpp names it: "avx512_bf16"
+  int mr = 0, nr = 0;                       // A panel: mr pairs per pair step; B panel: nr
+  int kc = 0, mc = 0;                       // blocking: k elements (even), rows
+  Bf16DotPackedFn packed[kMaxMR + 1] = {};  // [r]: r = 1..mr rows; all null: none here
+  Bf16PairPackFn pack = nullptr;
+  float (*peak)(int64_t iters) = nullptr;  // the dot-product ceiling, as KernelTable::peak_fma
+  int peak_flops_per_iter = 0;
+};
+
 // softmax.hpp / exp.hpp: row kernels (contracts there).
 struct SoftmaxKernels {
   void (*exp)(int64_t n, const float* x, float* y);
@@ -244,6 +263,7 @@ struct KernelTable {
 
   GemmKernels gemm;
   HalfGemmKernels hgemm;
+  Bf16DotKernels bf16dot;
   SoftmaxKernels softmax;
   ConvertKernels convert;
 };
@@ -255,5 +275,7 @@ const KernelTable& sse2_table();
 const KernelTable& neon64_v82_table();
 const KernelTable& neon64_table();
 const KernelTable& neon32_table();
+// The avx512 table's bf16 dot-product kernels (AVX512_BF16), for the dispatcher to add.
+const Bf16DotKernels& avx512_bf16_dot_kernels();
 
 }  // namespace tessera::arch

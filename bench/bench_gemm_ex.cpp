@@ -78,6 +78,8 @@ void register_ex(const ExShape& s, DType at, DType bt, int threads) {
                                  const double flops = 2.0 * s.m * s.n * s.k;
                                  set_rates(state, flops, bytes_of(s, at, bt));
                                  set_peak_fraction(state, flops, threads);
+                                 if (at == DType::bf16 && bt == DType::bf16)
+                                   set_bf16_peak_fraction(state, flops, threads);
                                })
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
@@ -139,6 +141,7 @@ void register_onednn_bf16(const ExShape& s, const GemmPeer& peer, int threads) {
         const double flops = 2.0 * s.m * s.n * s.k;
         set_rates(state, flops, bytes_of(s, DType::bf16, DType::bf16));
         set_peak_fraction(state, flops, threads);
+        set_bf16_peak_fraction(state, flops, threads);
         state.SetLabel(peer.kernel);
       })
       ->UseRealTime()

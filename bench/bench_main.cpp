@@ -36,8 +36,12 @@ namespace {
 // Best of `reps` timed runs of `iters` FMA-loop iterations per thread, every thread busy at once:
 // a ceiling, and on a shared machine interference only ever lowers it (a median taken in a noisy
 // second put 1-thread rows at up to 120% of "peak").
-double measure_peak(int threads, int64_t iters, int reps) {
+// The FMA loop of the active table, or (bf16) its bf16 dot-product loop.
+double measure_peak(int threads, int64_t iters, int reps, bool bf16 = false) {
   const auto& table = tessera::detail::active_table();
+  const auto loop = bf16 ? table.bf16dot.peak : table.peak_fma;
+  const int flops = bf16 ? table.bf16dot.peak_flops_per_iter : table.peak_flops_per_iter;
+  if (loop == nullptr) return 0;
   double best = 0;
   tbb::task_arena arena(threads);
   for (int rep = 0; rep < reps; ++rep) {
@@ -46,13 +50,13 @@ double measure_peak(int threads, int64_t iters, int reps) {
       tbb::parallel_for(
           0, threads,
           [&](int) {
-            volatile float sink = table.peak_fma(iters);
+            volatile float sink = loop(iters);
             (void)sink;
           },
           tbb::static_partitioner());
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, double(iters) * table.peak_flops_per_iter * threads / s);
+    best = std::max(best, double(iters) * flops * threads / s);
   }
   return best;
 }
@@ -70,6 +74,14 @@ double peak_flops(int threads) {
   return cache[key] = measure_peak(threads, 4'000'000, 5);  // ~50 ms a run
 }
 
+double bf16_dot_peak_flops(int threads) {
+  static std::map<std::pair<std::string, int>, double> cache;
+  const auto key = std::make_pair(std::string(tessera::detail::active_table().name), threads);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  measure_peak(threads, 4'000'000, 3, true);
+  return cache[key] = measure_peak(threads, 4'000'000, 5, true);
+}
+
 namespace {
 
 // Percent of `peak` FLOP/s, as a rate over the row's iterations.
@@ -82,6 +94,11 @@ benchmark::Counter percent_of(double peak, double flops_per_iter) {
 
 void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threads) {
   state.counters["peak%"] = percent_of(peak_flops(threads), flops_per_iter);
+}
+
+void set_bf16_peak_fraction(benchmark::State& state, double flops_per_iter, int threads) {
+  if (const double peak = bf16_dot_peak_flops(threads); peak > 0)
+    state.counters["bf16_peak%"] = percent_of(peak, flops_per_iter);
 }
 
 void set_peak_now_fraction(benchmark::State& state, double flops_per_iter, int threads) {
@@ -140,6 +157,14 @@ int main(int argc, char** argv) {
                 t > 1 ? "s" : "", bench::peak_flops(t) / 1e9);
     benchmark::AddCustomContext("fma_peak_gflops_threads_" + std::to_string(t),
                                 std::to_string(bench::peak_flops(t) / 1e9));
+  }
+  for (int t : bench::thread_counts()) {
+    const double bf16 = bench::bf16_dot_peak_flops(t);
+    if (bf16 == 0) break;
+    std::printf("measured bf16 dot-product peak (%s, %d thread%s): %.1f GFLOP/s, %.2fx the FMA's\n",
+                tessera::isa_name(), t, t > 1 ? "s" : "", bf16 / 1e9, bf16 / bench::peak_flops(t));
+    benchmark::AddCustomContext("bf16_dot_peak_gflops_threads_" + std::to_string(t),
+                                std::to_string(bf16 / 1e9));
   }
   for (const auto& p : bench::gemm_peers()) {
     std::printf("peer %-9s answers with: %s\n", p.name.c_str(), p.kernel.c_str());

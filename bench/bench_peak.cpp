@@ -36,6 +36,25 @@ void register_peak() {
                                    })
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
+      if (table->bf16dot.peak == nullptr) continue;
+      const std::string dot = std::string("peak_bf16_dot/") + isa + "/threads:" + std::to_string(t);
+      benchmark::RegisterBenchmark(
+          dot.c_str(),
+          [table, t](benchmark::State& state) {
+            const int64_t iters = 100'000;
+            run_in_arena(state, t, [&] {
+              tbb::parallel_for(
+                  0, t,
+                  [&](int) {
+                    volatile float sink = table->bf16dot.peak(iters);
+                    (void)sink;
+                  },
+                  tbb::static_partitioner());
+            });
+            set_rates(state, double(iters) * table->bf16dot.peak_flops_per_iter * t, 0);
+          })
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   }
 }

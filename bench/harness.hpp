@@ -107,6 +107,10 @@ inline void set_rates(benchmark::State& state, double flops, double bytes) {
 double peak_flops(int threads);
 // Adds "peak%" = achieved FLOP/s / peak FLOP/s of the active table (call after the loop).
 void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threads);
+// The active table's bf16 dot-product peak (FLOP/s; 0 where it has no bf16 dot product), and
+// "bf16_peak%" against it: the bf16 x bf16 rows' ceiling.
+double bf16_dot_peak_flops(int threads);
+void set_bf16_peak_fraction(benchmark::State& state, double flops_per_iter, int threads);
 // Adds "peak_now%": against a short peak (~15 ms) taken right after the row's timing loop. The
 // clock of a shared VM drifts by 10-20% over minutes (seen here: the 1-thread peak read 185
 // GFLOP/s at one start and 219 at another), so a row measured minutes after the start can read

@@ -28,9 +28,18 @@ bool avx512(const Hardware& hw) {
 bool avx2(const Hardware& hw) {
   return hw.has(Feature::avx2) && hw.has(Feature::fma) && hw.has(Feature::f16c);
 }
+// The avx512 table with the kernels of the features beyond its own that this CPU has.
+const arch::KernelTable& avx512_here() {
+  static const arch::KernelTable table = [] {
+    arch::KernelTable t = arch::avx512_table();
+    if (hardware().has(Feature::avx512_bf16)) t.bf16dot = arch::avx512_bf16_dot_kernels();
+    return t;
+  }();
+  return table;
+}
 // Best first.
 constexpr Candidate kCandidates[] = {
-    {"avx512", arch::avx512_table, avx512, "avx512f avx512dq avx512bw avx512vl"},
+    {"avx512", avx512_here, avx512, "avx512f avx512dq avx512bw avx512vl"},
     {"avx2", arch::avx2_table, avx2, "avx2 fma f16c"},
     {"sse2", arch::sse2_table, always, "sse2"},
 };

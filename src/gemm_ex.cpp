@@ -16,6 +16,7 @@
 #include <cstdio>
 
 #include "dispatch.hpp"
+#include "gemm_bf16.hpp"
 #include "gemm_check.hpp"
 #include "gemm_driver.hpp"
 #include "gemm_plan.hpp"
@@ -180,14 +181,36 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
   return Status::ok;
 }
 
+// A 16-bit A of so few rows is widened whole first (m k floats) and takes the same kernels.
 bool takes_few_rows(const arch::KernelTable& t, const Problem& q) {
-  return q.k > 0 && q.a.type == DType::f32 && q.b.type != DType::f32 && !q.ta &&
+  return q.k > 0 && q.b.type != DType::f32 && !q.ta &&
          q.m <= (q.tb ? 2 * t.gemm.dot16_rows : arch::kMaxWideRows);
+}
+
+Status widened_few_rows(const arch::KernelTable& t, const Problem& q) {
+  if (q.a.type == DType::f32) return few_rows(t, q);
+  float* a = detail::thread_scratch(detail::ScratchSlot::gemm_a).floats(size_t(q.m * q.k));
+  if (a == nullptr) return detail::fail(Status::out_of_memory, "cannot allocate the widened A");
+  q.a.widen(t.convert, 0, q.m, 0, q.k, a);
+  Problem w = q;
+  w.a = {DType::f32, a, q.k};
+  return few_rows(t, w);
+}
+
+// bf16 x bf16 on the table's bf16 dot-product tile (twice the products of a float32 FMA per
+// instruction), where it has one; alpha = 0 keeps the rule that A and B are not read.
+bool takes_bf16_dot(const arch::KernelTable& t, const Problem& q) {
+  return q.a.type == DType::bf16 && q.b.type == DType::bf16 && t.bf16dot.packed[1] != nullptr &&
+         q.k > 0 && q.alpha != 0.0f;
 }
 
 Status run(const arch::KernelTable& t, const Problem& q) {
   if (q.m == 0 || q.n == 0) return Status::ok;
-  if (takes_few_rows(t, q)) return few_rows(t, q);
+  if (takes_few_rows(t, q)) return widened_few_rows(t, q);
+  if (takes_bf16_dot(t, q))
+    return detail::gemm_bf16_dot(
+        t.bf16dot, {q.ta, q.tb, q.m, q.n, q.k, q.alpha, q.beta, static_cast<const uint16_t*>(q.a.p),
+                    static_cast<const uint16_t*>(q.b.p), q.a.ld, q.b.ld, q.c, q.ldc});
   if (q.k == 0) {  // C = beta C: the float32 path's rule (beta = 0 never reads C)
     detail::GemmProblem p = block(q, 0, q.m, 0, q.n, 0, 0, nullptr, nullptr);
     return detail::gemm_run(t.gemm, p);
@@ -271,10 +294,18 @@ Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, floa
     const Status st = run(t, q);
     if (vb.on()) {
       char names[64];
-      std::snprintf(names, sizeof names, "%s_%s_f32_gemm_widened_%s", detail::dtype_name(a_type),
-                    detail::dtype_name(b_type), t.name);
-      vb.print("gemm_ex", st, takes_few_rows(t, q) ? "few-rows-dot-b16" : "widen-blocks", names,
-               tbb::this_task_arena::max_concurrency(), "m:%lld n:%lld k:%lld ta:%c tb:%c",
+      const bool dot2 = takes_bf16_dot(t, q);
+      if (dot2)
+        std::snprintf(names, sizeof names, "bf16_gemm_dot2_packed_%dx%d_mr%d_%s", t.bf16dot.mr,
+                      t.bf16dot.nr, t.bf16dot.mr, t.name);
+      else
+        std::snprintf(names, sizeof names, "%s_%s_f32_gemm_widened_%s", detail::dtype_name(a_type),
+                      detail::dtype_name(b_type), t.name);
+      vb.print("gemm_ex", st,
+               takes_few_rows(t, q) ? "few-rows-dot-b16"
+               : dot2               ? "bf16-dot-pairs"
+                                    : "widen-blocks",
+               names, tbb::this_task_arena::max_concurrency(), "m:%lld n:%lld k:%lld ta:%c tb:%c",
                (long long)m, (long long)n, (long long)k, ta == Transpose::trans ? 'T' : 'N',
                tb == Transpose::trans ? 'T' : 'N');
     }

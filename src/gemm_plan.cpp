@@ -210,8 +210,8 @@ void gemm_kernel_names(const GemmPlan& plan, int64_t m, const char* isa, char* o
       std::snprintf(out, size, "f32_gemm_%dx%d_%s", k.small_rows, k.small_cols, isa);
       return;
     case GemmPath::prepacked_row:
-      std::snprintf(out, size, "f32_gemm_row_panels%s_%lldx%d_%s", plan.b16, (long long)m,
-                    arch::row_panels_group(k, int(m)) * k.nr, isa);
+      std::snprintf(out, size, "f32_gemm_row_panels%s_nr%d_%lldx%d_%s", plan.b16, k.nr,
+                    (long long)m, arch::row_panels_group(k, int(m)) * k.nr, isa);
       return;
     default:
       std::snprintf(out, size, "f32_gemm_%dx%d_%s", k.mr, k.nr, isa);

@@ -1,6 +1,7 @@
 #include "registry.hpp"
 
 #include <cstdio>
+#include <string>
 
 #include "dispatch.hpp"
 #include "hardware.hpp"
@@ -28,6 +29,7 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "gemm_rows_stream_b_f16",
                                         "gemm_rows_stream_b_bf16",
                                         "hgemm_packed",
+                                        "gemm_bf16_dot_packed",
                                         "convert_f32_f16",
                                         "convert_f16_f32",
                                         "convert_f32_bf16",
@@ -39,8 +41,9 @@ struct Adder {
   std::vector<KernelRow>& out;
 
   // name: <type>_<what>_<rows>x<cols>[_mr<mr>]_<table>, type the elements the FMAs take
+  // feature: what the kernel needs beyond its table's features, if anything.
   void add(KernelFamily f, const char* what, int rows, int cols, int mr, int ldb, const void* fn,
-           const char* type = "f32") {
+           const char* type = "f32", const char* feature = "") {
     if (fn == nullptr) return;
     for (const KernelRow& r : out)
       if (r.fn == fn && r.family == f) return;  // one entry point registered once
@@ -51,6 +54,7 @@ struct Adder {
       std::snprintf(name, sizeof name, "%s_%s_%dx%d_%s", type, what, rows, cols, t.name);
     KernelRow row;
     row.name = name, row.table = t.name, row.features = table_features(t.name);
+    if (*feature) row.features = row.features + " " + feature;
     row.family = f, row.rows = rows, row.cols = cols, row.mr = mr, row.ldb = ldb, row.fn = fn;
     out.push_back(row);
   }
@@ -72,15 +76,17 @@ struct Adder {
       add(KernelFamily::gemm_strided, "gemm_strided", r, g.nr, 0, 0,
           reinterpret_cast<const void*>(g.strided[r]));
     }
-    // cols: the panels read at once; ldb: one panel's width.
+    // cols: the panels read at once; ldb: one panel's width, in the name (the deep tile's
+    // 2 panels of 64 and the table's 4 of 32 both make 128 columns).
     for (int r = 1; r <= g.row_panels_rows; ++r) {
       const int cols = arch::row_panels_group(g, r) * g.nr;
-      add(KernelFamily::gemm_row_panels, "gemm_row_panels", r, cols, 0, g.nr,
+      const std::string nr = "_nr" + std::to_string(g.nr);
+      add(KernelFamily::gemm_row_panels, ("gemm_row_panels" + nr).c_str(), r, cols, 0, g.nr,
           reinterpret_cast<const void*>(g.row_panels[r]));
-      add(KernelFamily::gemm_row_panels_b_f16, "gemm_row_panels_b_f16", r, cols, 0, g.nr,
-          reinterpret_cast<const void*>(g.row_panels16[0][r]));
-      add(KernelFamily::gemm_row_panels_b_bf16, "gemm_row_panels_b_bf16", r, cols, 0, g.nr,
-          reinterpret_cast<const void*>(g.row_panels16[1][r]));
+      add(KernelFamily::gemm_row_panels_b_f16, ("gemm_row_panels_b_f16" + nr).c_str(), r, cols, 0,
+          g.nr, reinterpret_cast<const void*>(g.row_panels16[0][r]));
+      add(KernelFamily::gemm_row_panels_b_bf16, ("gemm_row_panels_b_bf16" + nr).c_str(), r, cols, 0,
+          g.nr, reinterpret_cast<const void*>(g.row_panels16[1][r]));
     }
   }
 
@@ -135,6 +141,10 @@ struct Adder {
     for (int r = 1; r <= h.mr; ++r)
       add(KernelFamily::hgemm_packed, "hgemm_packed", r, h.nr, h.mr, h.nr,
           reinterpret_cast<const void*>(h.packed[r]), "f16");
+    const arch::Bf16DotKernels& d = t.bf16dot;
+    for (int r = 1; r <= d.mr; ++r)
+      add(KernelFamily::gemm_bf16_dot_packed, "gemm_dot2_packed", r, d.nr, d.mr, d.nr,
+          reinterpret_cast<const void*>(d.packed[r]), "bf16", d.feature);
     const arch::ConvertKernels& c = t.convert;
     conversion(KernelFamily::convert_f32_f16, "f16_from_f32",
                reinterpret_cast<const void*>(c.f32_to_f16));

@@ -34,6 +34,7 @@ enum class KernelFamily : uint8_t {
   gemm_rows_stream_b_f16,   // GemmStream16Fn: as gemm_rows_stream with B in f16
   gemm_rows_stream_b_bf16,  // GemmStream16Fn: the same with B in bf16
   hgemm_packed,             // HgemmPackedFn: f16 A, B and C, products summed in fp16
+  gemm_bf16_dot_packed,     // Bf16DotPackedFn: bf16 A and B panels of k pairs, float32 C
   convert_f32_f16,          // ConvertKernels::f32_to_f16 (arch/common/convert.hpp)
   convert_f16_f32,          // ConvertKernels::f16_to_f32
   convert_f32_bf16,         // ConvertKernels::f32_to_bf16
@@ -45,7 +46,7 @@ const char* family_name(KernelFamily f);
 struct KernelRow {
   std::string name;
   const char* table = "";
-  const char* features = "";  // what the table's CPU must have
+  std::string features;  // what the CPU must have: the table's, and any the kernel adds
   KernelFamily family{};
   int rows = 0;              // r: rows of C
   int cols = 0;              // columns of C it writes at most (NR, or the dot kernel's exact count)

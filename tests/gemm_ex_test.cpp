@@ -126,6 +126,46 @@ TEST_P(GemmEx, FewRowsStreamedSameOnAnyThreadCount) {
       }
 }
 
+// bf16 x bf16 across the dot-product executor's blocks where the table has one (k blocks of
+// 256 with an odd k, row blocks of 336, 32-column panels with a partial last one; the widened
+// path elsewhere), all four transposes, and C the same for 1 and 2 threads.
+TEST_P(GemmEx, Bf16TimesBf16AcrossDotBlocks) {
+  const std::array<int64_t, 3> shapes[] = {{700, 97, 515}, {15, 33, 257}, {337, 64, 256}};
+  int combo = 0;
+  for (const auto& s : shapes)
+    for (Transpose ta : kTrans)
+      for (Transpose tb : kTrans) {
+        const int64_t m = s[0], n = s[1], k = s[2];
+        GemmTester()
+            .m(m)
+            .n(n)
+            .k(k)
+            .ta(ta)
+            .tb(tb)
+            .types(DType::bf16, DType::bf16)
+            .cycle(combo)
+            .test(uint32_t(combo));
+        if (HasFatalFailure()) return;
+        std::vector<uint16_t> a(size_t(m * k)), b(size_t(k * n));
+        const auto fa = tt::random_vec(a.size(), 5), fb = tt::random_vec(b.size(), 6);
+        tessera::convert(DType::f32, DType::bf16, int64_t(a.size()), fa.data(), a.data());
+        tessera::convert(DType::f32, DType::bf16, int64_t(b.size()), fb.data(), b.data());
+        const int64_t lda = ta == Transpose::trans ? m : k, ldb = tb == Transpose::trans ? k : n;
+        std::vector<float> c[2];
+        for (int threads : {1, 2}) {
+          c[threads - 1].assign(size_t(m * n), 0.5f);
+          tbb::task_arena(threads).execute([&] {
+            ASSERT_EQ(tessera::gemm_ex(ta, tb, m, n, k, 0.75f, DType::bf16, a.data(), lda,
+                                       DType::bf16, b.data(), ldb, 1.0f, c[threads - 1].data(), n),
+                      tessera::Status::ok);
+          });
+        }
+        EXPECT_EQ(std::memcmp(c[0].data(), c[1].data(), c[0].size() * sizeof(float)), 0)
+            << m << "x" << n << "x" << k;
+        ++combo;
+      }
+}
+
 // Packing from a 16-bit B: the packed bytes are those tessera_sgemm_pack_b writes for the
 // widened B (either layout; k across the kc blocks, n across the widening chunks and a partial
 // panel), and sgemm_packed on them gives the float32 product's C bit for bit.
@@ -224,7 +264,10 @@ TEST_P(GemmEx, PackedInSixteenBitsEqualsPackedWidened) {
 // sgemm_pack_b16 takes only 16-bit B and a buffer of its own size, writing nothing otherwise;
 // sgemm_packed refuses a header whose type field is not a type.
 TEST(GemmExApi, PackB16RejectsBadArgumentsAndWritesNothing) {
-  std::vector<float> packed(64, 5.0f), b(16);
+  // The buffer the size query asks for (the table's panel width sets it: 256 bytes with
+  // AVX2's 16 columns, more with AVX-512's 32), so that a correct call stays inside it.
+  const size_t need = tessera_sgemm_pack_b16_size(TESSERA_NO_TRANS, 4, 4);
+  std::vector<float> packed((need + 3) / 4, 5.0f), b(16);
   const auto untouched = [&] {
     for (float x : packed)
       if (x != 5.0f) return false;
@@ -238,7 +281,6 @@ TEST(GemmExApi, PackB16RejectsBadArgumentsAndWritesNothing) {
                                    packed.data(), packed.size() * 4),
             TESSERA_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tessera_last_error()).find("b_type"), std::string::npos);
-  const size_t need = tessera_sgemm_pack_b16_size(TESSERA_NO_TRANS, 4, 4);
   EXPECT_EQ(tessera_sgemm_pack_b16(TESSERA_NO_TRANS, 4, 4, TESSERA_F16, b.data(), 4, packed.data(),
                                    need - 1),
             TESSERA_INVALID_ARGUMENT);

@@ -390,6 +390,63 @@ void test_hgemm(const KernelRow& row) {
     }
 }
 
+// gemm_bf16_dot_packed: bf16 panels of k pairs packed by the table's own packer, from a
+// source in either layout, and checked against the contract's panel layout element by element
+// (pairs, odd k's zero, zero lanes past the edge); then the kernel against the double sum of the
+// same bf16 values.
+void test_bf16_dot(const KernelRow& row, const arch::Bf16DotKernels& d) {
+  namespace ref = tessera::reference;
+  const auto fn = reinterpret_cast<arch::Bf16DotPackedFn>(row.fn);
+  const auto bf16 = [](const std::vector<float>& f) {
+    std::vector<uint16_t> h(f.size());
+    for (size_t i = 0; i < f.size(); ++i) h[i] = ref::f32_to_bf16(f[i]);
+    return h;
+  };
+  // Packs a lanes x k source (element (l, p) at (l, p) of a matrix stored k_rows ? k x lanes :
+  // lanes x k, rows ld apart) and checks the panel.
+  const auto pack = [&](bool k_rows, int64_t lanes, int64_t k, const std::vector<uint16_t>& src,
+                        int64_t ld, int64_t width) {
+    const int64_t pairs = (k + 1) / 2;
+    std::vector<uint16_t> panel(size_t(pairs * 2 * width + 1), 0xdead);
+    d.pack(k_rows, lanes, k, src.data(), ld, width, panel.data());
+    int bad = 0;
+    for (int64_t p = 0; p < 2 * pairs; ++p)
+      for (int64_t l = 0; l < width; ++l) {
+        const uint16_t want =
+            p < k && l < lanes ? src[size_t(k_rows ? p * ld + l : l * ld + p)] : uint16_t(0);
+        const uint16_t got = panel[size_t(p / 2 * 2 * width + 2 * l + p % 2)];
+        if (got != want && ++bad <= 3)
+          ADD_FAILURE() << row.name << ": packed (lane " << l << ", k " << p << ") = " << got
+                        << ", want " << want << (k_rows ? " (k rows)" : " (lane rows)");
+      }
+    if (panel.back() != 0xdead) ADD_FAILURE() << row.name << ": the packer wrote past the panel";
+    return panel;
+  };
+  int combo = 0;
+  for (int64_t k : kKs)
+    for (int64_t nr : column_counts(row.cols, 16)) {
+      const Scalars s = kScalars[combo++ % 3];
+      const bool a_trans = combo % 2 == 0, b_trans = combo % 3 == 0;
+      const int64_t R = row.rows, lda = (a_trans ? R : k) + 3, ldb = (b_trans ? k : nr) + 5;
+      const auto a = bf16(data(size_t((a_trans ? k : R) * lda + 1), uint32_t(combo)));
+      const auto b = bf16(data(size_t((b_trans ? nr : k) * ldb + 1), uint32_t(combo + 100)));
+      const auto ap = pack(a_trans, R, k, a, lda, row.mr);
+      const auto bp = pack(!b_trans, nr, k, b, ldb, row.ldb);
+      check(
+          row, {R, nr, k, row.cols + 3, s},
+          [&](int64_t i, int64_t p) {
+            return ref::bf16_to_f32(a[size_t(a_trans ? p * lda + i : i * lda + p)]);
+          },
+          [&](int64_t p, int64_t j) {
+            return ref::bf16_to_f32(b[size_t(b_trans ? j * ldb + p : p * ldb + j)]);
+          },
+          [&](float* c) {
+            fn((k + 1) / 2, ap.data(), bp.data(), c, row.cols + 3, nr, s.alpha, s.beta);
+          },
+          "bf16 dot");
+    }
+}
+
 TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
   const auto registry = tessera::detail::kernel_registry();
   ASSERT_FALSE(registry.empty());
@@ -437,6 +494,9 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
         break;
       case KernelFamily::hgemm_packed:
         test_hgemm(row);
+        break;
+      case KernelFamily::gemm_bf16_dot_packed:
+        test_bf16_dot(row, t->bf16dot);
         break;
       default:  // the conversions: tests/convert_test.cpp
         continue;

@@ -1,0 +1,45 @@
+// The avx512 table's bf16 dot-product kernels, compiled with AVX512_BF16 on top of the avx512
+// flags (CMakeLists.txt) and added to the table by src/dispatch.cpp where CPUID has that feature
+// (Zen 4, Zen 5, Cooper Lake, Sapphire Rapids and later); apart, so that nothing in the rest of
+// the table is compiled for it.
+#include "gemm_bf16_dot_avx512.hpp"
+
+#include <utility>
+
+namespace tessera::arch {
+namespace {
+
+// 14 x 32: the float32 tile's shape (blocking.hpp: kAvx512Gemm) with k in pairs.
+constexpr int kMR = 14;
+
+// k blocks of 1024 (512 pair steps): the B micro-panel (1024 k x 32 columns, 64 KB) is the
+// float32 tile's (512 x 32 floats) in bytes and in k steps, streamed from L2 as that one is, and C
+// is read and written once per 512 steps rather than per 128 (k blocks of 256 kept B in L1 but
+// ran slower: C's round trips cost more than B's L2 reads). MC = 336 rows: the A block (336 x
+// 1024 bf16, 672 KB) stays in L2 (1 MB on Zen 4 and 5, 2 MB on Sapphire Rapids) across the B
+// panels. A task walks all its columns (no NC block): B is packed whole once.
+constexpr int kKC = 1024, kMC = 24 * kMR;
+
+template <int... R>
+void fill(Bf16DotKernels& d, std::integer_sequence<int, R...>) {
+  ((d.packed[R + 1] = bf16_dot_packed<kMR, R + 1>), ...);
+}
+
+}  // namespace
+
+const Bf16DotKernels& avx512_bf16_dot_kernels() {
+  static const Bf16DotKernels kernels = [] {
+    Bf16DotKernels d;
+    d.feature = "avx512_bf16";
+    d.mr = kMR, d.nr = kBf16DotNR;
+    d.kc = kKC, d.mc = kMC;
+    fill(d, std::make_integer_sequence<int, kMR>());
+    d.pack = pack_bf16_pairs;
+    d.peak = bf16_dot_peak_loop;
+    d.peak_flops_per_iter = kBf16DotPeakFlopsPerIter;
+    return d;
+  }();
+  return kernels;
+}
+
+}  // namespace tessera::arch
