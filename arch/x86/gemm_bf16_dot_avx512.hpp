@@ -40,10 +40,8 @@ inline constexpr int kBf16DotNR = 32;
 template <int MR, int R>
 void bf16_dot_packed(int64_t pairs, const uint16_t* a, const uint16_t* b, float* c, int64_t ldc,
                      int64_t nr, float alpha, float beta) {
-  using Arch = xsimd::avx512f;
-  using B = xsimd::batch<float, Arch>;
-  B acc[R][2];
-  TESSERA_UNROLL for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = B(0.0f);
+  __m512 acc[R][2];
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   prefetch_c<R, 2, 16, CacheLevel::l2>(c, ldc);
   for (int64_t p = 0; p < pairs; ++p) {
     if (p == pairs - kCTailSteps / 2) prefetch_c<R, 2, 16, CacheLevel::l1>(c, ldc);
@@ -53,13 +51,34 @@ void bf16_dot_packed(int64_t pairs, const uint16_t* a, const uint16_t* b, float*
       int32_t word;
       std::memcpy(&word, a + 2 * i, sizeof word);
       const auto ai = reinterpret_cast<__m512bh>(_mm512_set1_epi32(word));
-      acc[i][0] = B(_mm512_dpbf16_ps(acc[i][0], ai, b0));
-      acc[i][1] = B(_mm512_dpbf16_ps(acc[i][1], ai, b1));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
     }
     a += 2 * MR;
     b += 2 * kBf16DotNR;
   }
-  store_tile<Arch, R, 2>(acc, c, ldc, nr, alpha, beta);
+  // C's columns by AVX-512 masks: store_tile's stack buffer for a partial tile made GCC spill
+  // all 28 accumulators to the stack at the end of every call.
+  const auto m0 = __mmask16(nr >= 16 ? 0xffff : (1u << nr) - 1);
+  const auto m1 = __mmask16(nr >= 32 ? 0xffff : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
+  if (alpha == 1.0f && beta == 0.0f) {
+    TESSERA_UNROLL for (int i = 0; i < R; ++i) {
+      _mm512_mask_storeu_ps(c + i * ldc, m0, acc[i][0]);
+      _mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc[i][1]);
+    }
+    return;
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  TESSERA_UNROLL for (int i = 0; i < R; ++i) {
+    float* row = c + i * ldc;
+    __m512 r0 = _mm512_mul_ps(acc[i][0], va), r1 = _mm512_mul_ps(acc[i][1], va);
+    if (beta != 0.0f) {
+      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), r0);
+      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), r1);
+    }
+    _mm512_mask_storeu_ps(row, m0, r0);
+    _mm512_mask_storeu_ps(row + 16, m1, r1);
+  }
 }
 
 // r[0..15] (rows of 16 32-bit words) transposed in place: r[c] becomes column c.
