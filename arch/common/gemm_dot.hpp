@@ -78,15 +78,27 @@ TESSERA_ALWAYS_INLINE void dot_tile_store(const xsimd::batch<float, Arch> (&acc)
     }
 }
 
-// The body of gemm_dot_nt; K > 0: k is K, known at compile time (its steps unrolled, as in
+// B's elements as stored, loaded as float32 vectors: float32 as they are; 16-bit types through
+// a Widen (gemm_dot_b16.hpp).
+template <class Arch>
+struct F32Elements {
+  static xsimd::batch<float, Arch> load(const float* p) {
+    return xsimd::batch<float, Arch>::load_unaligned(p);
+  }
+  static float scalar(float x) { return x; }
+};
+
+// The body of gemm_dot_nt (Load: F32Elements, T = float) and gemm_dot_nt_b16 (a Widen, T =
+// uint16_t); K > 0: k is K, known at compile time (its steps unrolled, as in
 // gemm_dot_nt_row_k: GQA 32/8 decode at d = 128, 4 rows, AVX-512, interleaved medians of two
 // sets, 1 thread 62.7 -> 66.0 and 49.6 -> 52.9 GFLOP/s, 2 threads 79.1 -> 83.0).
-template <class Arch, int R, int NJ, int K>
-TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t lda, const float* b,
+template <class Arch, class Load, int R, int NJ, int K, class T>
+TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t lda, const T* b,
                                             int64_t ldb, float* c, int64_t ldc, float alpha,
                                             float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
+  constexpr int64_t kLine = 64 / sizeof(T);  // elements per cache line
   if constexpr (K > 0) k = K;
   B acc[R][NJ];
   for (int i = 0; i < R; ++i)
@@ -94,42 +106,52 @@ TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t l
   int64_t p = 0;
 #pragma GCC unroll 8
   for (; p + W <= k; p += W) {
-    // The rows of K kDotCallsAhead calls on, a line per step: the rows are ldb apart, too many
+    // The rows of K kDotCallsAhead calls on, a line at a time: the rows are ldb apart, too many
     // interleaved streams for the hardware prefetcher to follow on its own. One call ahead
     // (2 KB at 4 x 128 floats) was shorter than a trip to DRAM: GQA 32/8 decode (4 rows,
     // kv 4096, d = 128), interleaved medians, 1 call ahead 41.3 GFLOP/s, 4 calls 50.9, 8 calls
     // 48.2 on 1 thread; 73.7, 87.8, 83.9 on 2.
-    for (int j = 0; j < NJ; ++j) __builtin_prefetch(b + (j + kDotCallsAhead * NJ) * ldb + p, 0, 3);
+    if (p % kLine == 0)
+      for (int j = 0; j < NJ; ++j)
+        __builtin_prefetch(b + (j + kDotCallsAhead * NJ) * ldb + p, 0, 3);
     B av[R], bv[NJ];
     for (int i = 0; i < R; ++i) av[i] = B::load_unaligned(a + i * lda + p);
-    for (int j = 0; j < NJ; ++j) bv[j] = B::load_unaligned(b + j * ldb + p);
+    for (int j = 0; j < NJ; ++j) bv[j] = Load::load(b + j * ldb + p);
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < NJ; ++j) acc[i][j] = fmadd(av[i], bv[j], acc[i][j]);
   }
   dot_tile_store<Arch, R, NJ>(
       acc,
       [&](int i, int j, float t) {
-        for (int64_t q = p; q < k; ++q) t += a[i * lda + q] * b[j * ldb + q];
+        for (int64_t q = p; q < k; ++q) t += a[i * lda + q] * Load::scalar(b[j * ldb + q]);
         return t;
       },
       c, ldc, alpha, beta);
 }
 
-template <class Arch, int R, int NJ, int K>
-__attribute__((noinline)) void gemm_dot_nt_k(const float* a, int64_t lda, const float* b,
-                                             int64_t ldb, float* c, int64_t ldc, float alpha,
-                                             float beta) {
-  gemm_dot_nt_body<Arch, R, NJ, K>(K, a, lda, b, ldb, c, ldc, alpha, beta);
+template <class Arch, class Load, int R, int NJ, int K, class T>
+__attribute__((noinline)) void gemm_dot_nt_k(const float* a, int64_t lda, const T* b, int64_t ldb,
+                                             float* c, int64_t ldc, float alpha, float beta) {
+  gemm_dot_nt_body<Arch, Load, R, NJ, K>(K, a, lda, b, ldb, c, ldc, alpha, beta);
+}
+
+// gemm_dot_nt over B's elements as stored (T through Load), the head dims 64 and 128 unrolled.
+template <class Arch, class Load, int R, int NJ, class T>
+TESSERA_ALWAYS_INLINE void gemm_dot_nt_of(int64_t k, const float* a, int64_t lda, const T* b,
+                                          int64_t ldb, float* c, int64_t ldc, float alpha,
+                                          float beta) {
+  constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
+  if (with_fixed_k<W>(k, [&](auto K) {
+        gemm_dot_nt_k<Arch, Load, R, NJ, K()>(a, lda, b, ldb, c, ldc, alpha, beta);
+      }))
+    return;
+  gemm_dot_nt_body<Arch, Load, R, NJ, 0>(k, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 
 template <class Arch, int R, int NJ>
 void gemm_dot_nt(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                  int64_t ldc, float alpha, float beta) {
-  constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
-  if (with_fixed_k<W>(
-          k, [&](auto K) { gemm_dot_nt_k<Arch, R, NJ, K()>(a, lda, b, ldb, c, ldc, alpha, beta); }))
-    return;
-  gemm_dot_nt_body<Arch, R, NJ, 0>(k, a, lda, b, ldb, c, ldc, alpha, beta);
+  gemm_dot_nt_of<Arch, F32Elements<Arch>, R, NJ>(k, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 
 // gemm_dot_nt_row for a k known at compile time (K = 64 or 128, the head dims attention uses

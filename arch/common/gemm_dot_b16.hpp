@@ -65,31 +65,7 @@ struct ShiftBf16Widen {
 template <class Arch, class Widen, int R, int NJ>
 void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
                      float* c, int64_t ldc, float alpha, float beta) {
-  using B = xsimd::batch<float, Arch>;
-  constexpr int64_t W = B::size;
-  B acc[R][NJ];
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < NJ; ++j) acc[i][j] = B(0.0f);
-  int64_t p = 0;
-  for (; p + W <= k; p += W) {
-    // The same rows kDotCallsAhead calls on (gemm_dot.hpp), a line per 32 elements: rows ldb
-    // apart are too many interleaved streams for the hardware prefetcher.
-    if (p % 32 == 0)
-      for (int j = 0; j < NJ; ++j)
-        __builtin_prefetch(b + (j + kDotCallsAhead * NJ) * ldb + p, 0, 3);
-    B av[R], bv[NJ];
-    for (int i = 0; i < R; ++i) av[i] = B::load_unaligned(a + i * lda + p);
-    for (int j = 0; j < NJ; ++j) bv[j] = Widen::load(b + j * ldb + p);
-    for (int i = 0; i < R; ++i)
-      for (int j = 0; j < NJ; ++j) acc[i][j] = fmadd(av[i], bv[j], acc[i][j]);
-  }
-  dot_tile_store<Arch, R, NJ>(
-      acc,
-      [&](int i, int j, float t) {
-        for (int64_t q = p; q < k; ++q) t += a[i * lda + q] * Widen::scalar(b[j * ldb + q]);
-        return t;
-      },
-      c, ldc, alpha, beta);
+  gemm_dot_nt_of<Arch, Widen, R, NJ>(k, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 
 // C[0:R, 0:nr] = alpha A B + beta C for B stored in 16 bits, rows ldb elements apart, read in
