@@ -148,8 +148,9 @@ struct GemmKernels {
   int dot16_cols[kMaxDotRows + 1];
   GemmDot16Fn dot16[2][kMaxDotRows + 1];
   GemmDot16Fn dot16_1[2][kMaxDotRows + 1];
-  // [t][r]: r <= kMaxWideRows rows of A against a 16-bit B read in place, up to 2 vectors of
+  // [t][r]: r <= kMaxWideRows rows of A against a 16-bit B read in place, up to wide16_cols
   // columns (fused attention's few-row P V on a 16-bit V).
+  int wide16_cols;
   GemmStrided16Fn wide16[2][kMaxWideRows + 1];
   // [t][r]: as rows_stream[r] with B in 16 bits (a few tokens through weights kept in 16 bits).
   GemmStream16Fn rows_stream16[2][kMaxWideRows + 1];

@@ -102,11 +102,11 @@ void pv_few_rows(const arch::KernelTable& kt, const tessera_attention_desc& d, i
       lo = std::min(lo, extent[2 * t]), hi = std::max(hi, extent[2 * t + 1]);
   if (d.v_type != TESSERA_F32 && rows <= arch::kMaxWideRows && rows <= MR) {
     // One Q panel (its extent is extent[0..1]). 16-bit V read in place by the kernels that
-    // widen it in registers, 2 vectors of columns a call, over blocks of kDecodeKeys keys (8 KB
+    // widen it in registers, wide16_cols columns a call, over blocks of kDecodeKeys keys (8 KB
     // of V at d = 128, in L1 across the block's calls; whole 256-key column strips made every
     // call after the first read V from L2 or memory again: 5x slower).
     const int t16 = d.v_type == TESSERA_BF16 ? 1 : 0;
-    const int64_t cols = 2 * gk.simd_floats;
+    const int64_t cols = gk.wide16_cols;
     for (int64_t kb = extent[0]; kb < extent[1]; kb += kDecodeKeys) {
       const int64_t kn = std::min(kDecodeKeys, extent[1] - kb);
       // cppcheck-suppress invalidPointerCast

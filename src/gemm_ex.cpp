@@ -161,7 +161,7 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
     });
     return Status::ok;
   }
-  const int64_t W = g.simd_floats, vectors = q.n / W, wide = 2 * W;
+  const int64_t W = g.simd_floats, vectors = q.n / W, wide = g.wide16_cols;
   const int64_t threads = tbb::this_task_arena::max_concurrency();
   const int64_t share = (vectors + threads - 1) / std::max<int64_t>(1, std::min(threads, vectors));
   detail::gemm_split::TaskScratch scratch;  // reserved before any task writes C

@@ -128,7 +128,7 @@ struct Adder {
       }
       for (int r = 1; r <= arch::kMaxWideRows; ++r)
         add(t16 ? KernelFamily::gemm_wide_b_bf16 : KernelFamily::gemm_wide_b_f16,
-            t16 ? "gemm_wide_b_bf16" : "gemm_wide_b_f16", r, 2 * W, 0, 0,
+            t16 ? "gemm_wide_b_bf16" : "gemm_wide_b_f16", r, g.wide16_cols, 0, 0,
             reinterpret_cast<const void*>(g.wide16[t16][r]));
       for (int r = 1; r <= arch::kMaxWideRows; ++r)
         add(t16 ? KernelFamily::gemm_rows_stream_b_bf16 : KernelFamily::gemm_rows_stream_b_f16,

@@ -235,7 +235,7 @@ void test_dot16(const KernelRow& row, bool bf16) {
 }
 
 // Few rows against a 16-bit B read in place: k over the lattice, every column count up to the
-// kernel's 2 W (partial last vectors), A row-major and transposed, padded strides.
+// kernel's width (partial last vectors), A row-major and transposed, padded strides.
 void test_wide16(const KernelRow& row, bool bf16) {
   const auto fn = reinterpret_cast<arch::GemmStrided16Fn>(row.fn);
   int combo = 0;

@@ -39,6 +39,9 @@ struct GemmBlocking {
   // The streaming kernels with B in 16 bits (rows_stream16), where they differ from stream_bcast
   // (0: the same): widening a B row takes registers of its own.
   int stream16_bcast = 0;
+  // Vectors of columns of the few-row kernels on a 16-bit B read in place (wide16): 2, or 4 where
+  // 4 rows x 4 vectors of accumulators fit beside the widened B (AVX-512's 32 zmm: 16 + 4 + 1).
+  int wide16_nv = 2;
 };
 
 constexpr int dot16_rows_of(const GemmBlocking& g) {
@@ -81,7 +84,7 @@ constexpr int dot16_cols_of(const GemmBlocking& g) {
 //   small_tiles_form in src/gemm_driver.cpp has the measurements). Past the small products,
 //   k <= 128 with A within 2 MB takes the same packed panels (attention's 4096 x 4096 x 64
 //   scores among them; measurements there too).
-inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4, 48};
+inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4, 48, 0, 0, 0, 4};
 
 // AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,
 // and small products on one thread with B past L1 (the choice: blocked_kernels and gemm_run in

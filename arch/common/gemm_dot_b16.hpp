@@ -70,15 +70,15 @@ void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, 
 
 // C[0:R, 0:nr] = alpha A B + beta C for B stored in 16 bits, rows ldb elements apart, read in
 // place (decode's P V against a 16-bit V cache): A(i, p) at a[i a_rs + p a_cs] (float32),
-// nr <= 2 W columns; a last partial vector is widened element by element into a zero-padded one
-// and stored element by element. R x 2 accumulators: 11 vector registers at R = 4. Each C
-// element is one accumulator lane summing k in order. beta == 0 never reads C.
-template <class Arch, class Widen, int R>
+// nr <= NV W columns; a last partial vector is widened element by element into a zero-padded
+// one and stored element by element. R x NV accumulators: 11 vector registers at R = 4, NV = 2;
+// 21 at NV = 4, which broadcasts each A element once per 4 vectors of B rather than per 2. Each
+// C element is one accumulator lane summing k in order. beta == 0 never reads C.
+template <class Arch, class Widen, int R, int NV>
 void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const uint16_t* b,
                    int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
-  constexpr int NV = 2;
   const int whole = int(nr / W);  // vectors loaded whole
   B acc[R][NV];
   for (int i = 0; i < R; ++i)
@@ -90,7 +90,7 @@ void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const 
       // The same columns k rows on (the caller's next block of keys; a prefetch past the array
       // does not fault): column strips of rows ldb apart are a pattern the hardware prefetcher
       // misses, and this loop waited on memory for most of its time.
-      __builtin_prefetch(row + k * ldb, 0, 3);
+      for (int64_t q = 0; q < NV * W; q += 32) __builtin_prefetch(row + k * ldb + q, 0, 3);
       B bv[NV];
       for (int v = 0; v < NV; ++v) bv[v] = Widen::load(row + v * W);
       for (int i = 0; i < R; ++i) {
@@ -133,10 +133,11 @@ void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const 
     }
 }
 
-template <class Arch, int StreamBcast, class F16Widen, class Bf16Widen, int... R>
+template <class Arch, int StreamBcast, int NV, class F16Widen, class Bf16Widen, int... R>
 void fill_wide16(GemmKernels& k, std::integer_sequence<int, R...>) {
-  ((k.wide16[0][R + 1] = &gemm_wide_b16<Arch, F16Widen, R + 1>), ...);
-  ((k.wide16[1][R + 1] = &gemm_wide_b16<Arch, Bf16Widen, R + 1>), ...);
+  k.wide16_cols = NV * static_cast<int>(xsimd::batch<float, Arch>::size);
+  ((k.wide16[0][R + 1] = &gemm_wide_b16<Arch, F16Widen, R + 1, NV>), ...);
+  ((k.wide16[1][R + 1] = &gemm_wide_b16<Arch, Bf16Widen, R + 1, NV>), ...);
   ((k.rows_stream16[0][R + 1] = &gemm_rows_stream<Arch, R + 1, StreamBcast, F16Widen, uint16_t>),
    ...);
   ((k.rows_stream16[1][R + 1] = &gemm_rows_stream<Arch, R + 1, StreamBcast, Bf16Widen, uint16_t>),
@@ -162,8 +163,8 @@ void fill_dot16(GemmKernels& k) {
   k.dot16_rows = rows;
   fill_dot16_rows<Arch, dot16_cols_of(G), F16Widen, Bf16Widen>(
       k, std::make_integer_sequence<int, rows>());
-  fill_wide16<Arch, G.stream16_bcast ? G.stream16_bcast : G.stream_bcast, F16Widen, Bf16Widen>(
-      k, std::make_integer_sequence<int, kMaxWideRows>());
+  fill_wide16<Arch, G.stream16_bcast ? G.stream16_bcast : G.stream_bcast, G.wide16_nv, F16Widen,
+              Bf16Widen>(k, std::make_integer_sequence<int, kMaxWideRows>());
 }
 
 }  // namespace TESSERA_KERNEL_NS
