@@ -276,7 +276,9 @@ const KernelTable& sse2_table();
 const KernelTable& neon64_v82_table();
 const KernelTable& neon64_table();
 const KernelTable& neon32_table();
-// The avx512 table's bf16 dot-product kernels (AVX512_BF16), for the dispatcher to add.
+// The bf16 dot-product kernels the dispatcher adds to a table where the CPU has their feature:
+// the avx512 table's (AVX512_BF16) and the neon64_v82 table's (FEAT_BF16).
 const Bf16DotKernels& avx512_bf16_dot_kernels();
+const Bf16DotKernels& neon64_bf16_dot_kernels();
 
 }  // namespace tessera::arch

@@ -35,7 +35,7 @@ function analyse(   i, j, t, inner, fma, ld, sp, len, line, bad) {
       ++len
       if (j != i && br[j] && tg[j] < ad[j] && tg[j] >= t) inner = 0
       if (mn[j] ~ /^(bl|blx|ret)$/) inner = 0
-      if (mn[j] ~ /^(fmla|vfma|vmla)/) ++fma
+      if (mn[j] ~ /^(fmla|vfma|vmla|bfdot)/) ++fma
       if (mn[j] ~ /^(ld|vld)/) ++ld
       if (tx[j] ~ /(\[sp|sp\]|sp!|\{.*\}.*sp)/ && tx[j] ~ /[^a-z_][qds][0-9]+([^0-9]|$)/) ++sp
     }
@@ -52,7 +52,7 @@ function analyse(   i, j, t, inner, fma, ld, sp, len, line, bad) {
 /^[0-9a-f]+ <.*>:$/ {
   analyse()
   name = ""; n = 0
-  if ($0 ~ /(gemm_ukernel[_a-z0-9]*|gemm_rows_stream|gemm_row_panels)</) {
+  if ($0 ~ /(gemm_ukernel[_a-z0-9]*|gemm_rows_stream|gemm_row_panels|bf16_dot_packed[_a-z0-9]*)</) {
     name = $0
     sub(/^[0-9a-f]+ <(void )?(tessera::arch::)?/, "", name)
     sub(/\(.*/, "", name)

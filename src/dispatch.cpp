@@ -45,8 +45,17 @@ constexpr Candidate kCandidates[] = {
 };
 #elif defined(TESSERA_HAVE_NEON64)
 bool v82(const Hardware& hw) { return hw.has(Feature::asimdhp) && hw.has(Feature::asimddp); }
+// The neon64_v82 table with the kernels of the features beyond its own that this CPU has.
+const arch::KernelTable& neon64_v82_here() {
+  static const arch::KernelTable table = [] {
+    arch::KernelTable t = arch::neon64_v82_table();
+    if (hardware().has(Feature::bf16)) t.bf16dot = arch::neon64_bf16_dot_kernels();
+    return t;
+  }();
+  return table;
+}
 constexpr Candidate kCandidates[] = {
-    {"neon64_v82", arch::neon64_v82_table, v82, "asimd asimdhp asimddp"},
+    {"neon64_v82", neon64_v82_here, v82, "asimd asimdhp asimddp"},
     {"neon64", arch::neon64_table, always, "asimd"},
 };
 #elif defined(TESSERA_HAVE_NEON32)

@@ -6,6 +6,7 @@
 #endif
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,32 @@ TEST(Hardware, DetectionMatchesThisMachine) {
               name(classify(hw)).c_str(), features.c_str(), (long long)c.l1d >> 10,
               (long long)c.l2 >> 10, (long long)c.l3 >> 10, (long long)hw.caches.l1d >> 10,
               (long long)hw.caches.l2 >> 10, (long long)hw.caches.l3 >> 10);
+}
+
+// The kernels a table gains for a feature beyond its own (Bf16DotKernels) are there exactly
+// where this CPU has that feature: on x86 the avx512 table's VDPBF16PS tile with avx512_bf16, on
+// AArch64 the neon64_v82 table's BFDOT tile with HWCAP2 bf16 (qemu -cpu max has it,
+// cortex-a76 and neoverse-n1 do not), and no other table has any.
+TEST(Hardware, Bf16DotKernelsExactlyWhereTheCpuHasTheirFeature) {
+  const Hardware& hw = tessera::detail::hardware();
+  const char* names[8];
+  const int n = tessera::detail::tables_for(hw, names, 8);
+  for (int i = 0; i < n; ++i) {
+    const auto* t = tessera::detail::find_table(names[i]);
+    ASSERT_NE(t, nullptr);
+    const std::string table = names[i];
+    bool want = false;
+    if (table == "avx512") want = hw.has(Feature::avx512_bf16);
+    if (table == "neon64_v82") want = hw.has(Feature::bf16);
+    EXPECT_EQ(t->bf16dot.packed[1] != nullptr, want) << table;
+    if (want) {
+      EXPECT_EQ(
+          std::string(t->bf16dot.feature),
+          tessera::detail::feature_name(table == "avx512" ? Feature::avx512_bf16 : Feature::bf16));
+      for (int r = 1; r <= t->bf16dot.mr; ++r) EXPECT_NE(t->bf16dot.packed[r], nullptr) << r;
+    }
+    std::printf("%s: bf16 dot-product tile %s\n", names[i], want ? "present" : "absent");
+  }
 }
 
 TEST(Hardware, ImplausibleCachesFallBackToTheClassFigures) {
