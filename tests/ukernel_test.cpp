@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -445,6 +446,35 @@ void test_bf16_dot(const KernelRow& row, const arch::Bf16DotKernels& d) {
           },
           "bf16 dot");
     }
+}
+
+// Every f16 value through each table's widening load: one row of 1.0 against B's values (k = 1,
+// the wide16 kernel), so C is each widened value exactly (1 x v) against the reference's
+// conversion; NaN stays NaN (its payload is the arithmetic's: ARMv7 NEON returns
+// the default NaN). Subnormals, the values the ARMv7 form computes apart, included.
+TEST(Ukernel, EveryF16ValueWidensExactly) {
+  for (const std::string& isa : tt::isas()) {
+    const auto* t = tessera::detail::find_table(isa.c_str());
+    ASSERT_NE(t, nullptr);
+    const arch::GemmKernels& g = t->gemm;
+    const int64_t cols = g.wide16_cols;
+    std::vector<uint16_t> b(size_t(65536 + cols));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = uint16_t(i);
+    std::vector<float> c(static_cast<size_t>(cols));
+    const float one = 1.0f;
+    int bad = 0;
+    for (int64_t j0 = 0; j0 < 65536; j0 += cols) {
+      g.wide16[0][1](1, &one, 1, 1, b.data() + j0, cols, c.data(), cols, cols, 1.0f, 0.0f);
+      for (int64_t j = 0; j < cols && j0 + j < 65536; ++j) {
+        const float want = tessera::reference::f16_to_f32(uint16_t(j0 + j));
+        // == : the sum 0 + 1 x (-0) is +0 on any table; every other value exactly.
+        const bool same = std::isnan(want) ? std::isnan(c[size_t(j)]) : c[size_t(j)] == want;
+        if (!same && ++bad <= 3)
+          ADD_FAILURE() << isa << ": f16 0x" << std::hex << (j0 + j) << std::dec << " widened to "
+                        << c[size_t(j)] << ", want " << want;
+      }
+    }
+  }
 }
 
 TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {

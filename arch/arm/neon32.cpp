@@ -8,9 +8,8 @@ namespace tessera::arch {
 
 const KernelTable& neon32_table() {
   static const KernelTable table = [] {
-    KernelTable t =
-        make_table<xsimd::neon, kNeon32Gemm, ScalarF16Widen<xsimd::neon>, Neon32Bf16Widen,
-                   Neon32PackedKernel<kNeon32Gemm.mr, kNeon32Gemm.nv>>("neon32");
+    KernelTable t = make_table<xsimd::neon, kNeon32Gemm, Neon32F16Widen, Neon32Bf16Widen,
+                               Neon32PackedKernel<kNeon32Gemm.mr, kNeon32Gemm.nv>>("neon32");
     return t;
   }();
   return table;
