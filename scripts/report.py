@@ -186,14 +186,20 @@ def table(ctx, rows):
         if k.startswith("fma_peak_gflops_threads_"):
             lines.append(f"- measured FMA peak, {k.rsplit('_', 1)[1]} thread(s): "
                          f"{float(ctx[k]):.1f} GFLOP/s")
+        if k.startswith("bf16_dot_peak_gflops_threads_"):
+            lines.append(f"- measured bf16 dot-product peak, {k.rsplit('_', 1)[1]} thread(s): "
+                         f"{float(ctx[k]):.1f} GFLOP/s")
         if k.startswith("peer_"):
             lines.append(f"- peer {k[5:]} answers with: {ctx[k]}")
     lines += ["", "| benchmark | time | GFLOP/s | GB/s | % of peak |", "|---|---|---|---|---|"]
     for b in rows:
-        pk = b.get("peak%")
+        pk, bk = b.get("peak%"), b.get("bf16_peak%")
+        pct = "" if pk is None else f"{pk:.0f}%"
+        if bk is not None:
+            pct += f" (bf16 dot: {bk:.0f}%)"
         lines.append(f"| {b['name'].replace('/real_time', '')} | "
                      f"{b.get('real_time', 0):.4g} {b.get('time_unit', '')} | "
-                     f"{gflops(b):.1f} | {gbps(b):.2f} | {'' if pk is None else f'{pk:.0f}%'} |")
+                     f"{gflops(b):.1f} | {gbps(b):.2f} | {pct} |")
     return "\n".join(lines) + "\n"
 
 
