@@ -218,9 +218,12 @@ using Bf16PairPackFn = void (*)(bool k_rows, int64_t lanes, int64_t k, const uin
 // Kernels that need one CPU feature beyond their table's (XNNPACK picks micro-kernels per
 // feature the same way): the dispatcher adds them to the table where the CPU has `feature`.
 struct Bf16DotKernels {
-  const char* feature = "";                 // as hardware.hpp names it: "avx512_bf16"
-  int mr = 0, nr = 0;                       // A panel: mr pairs per pair step; B panel: nr
-  int kc = 0, mc = 0;                       // blocking: k elements (even), rows
+  const char* feature = "";  // as hardware.hpp names it: "avx512_bf16"
+  int mr = 0, nr = 0;        // A panel: mr pairs per pair step; B panel: nr
+  int kc = 0, mc = 0;        // blocking: k elements (even), rows
+  // k blocks this short walk C a strip of MR rows at a time across all columns (each tile's
+  // A panel stays in L1, C is written in order); longer ones a B micro-panel at a time.
+  int rows_outer_k = 0;
   Bf16DotPackedFn packed[kMaxMR + 1] = {};  // [r]: r = 1..mr rows; all null: none here
   Bf16PairPackFn pack = nullptr;
   float (*peak)(int64_t iters) = nullptr;  // the dot-product ceiling, as KernelTable::peak_fma

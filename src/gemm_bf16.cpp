@@ -72,14 +72,18 @@ Status gemm_bf16_dot(const arch::Bf16DotKernels& d, const Bf16Gemm& q) {
               }
               const float beta = kb == 0 ? q.beta : 1.0f;
               const uint16_t* b_block = bp + p0 * panels * NR;
-              for (int64_t jp = jp0; jp < jp1; ++jp) {
-                const int64_t j0 = jp * NR, cols = std::min(NR, q.n - j0);
-                const uint16_t* b_panel = b_block + jp * NR * kw2;
-                for (int64_t r0 = 0; r0 < rows; r0 += MR) {
-                  const int64_t r = std::min(MR, rows - r0);
-                  d.packed[r](kw2 / 2, ap + r0 * kw2, b_panel, q.c + (i0 + r0) * q.ldc + j0, q.ldc,
-                              cols, q.alpha, beta);
-                }
+              const auto tile = [&](int64_t r0, int64_t jp) {
+                const int64_t r = std::min(MR, rows - r0), j0 = jp * NR;
+                d.packed[r](kw2 / 2, ap + r0 * kw2, b_block + jp * NR * kw2,
+                            q.c + (i0 + r0) * q.ldc + j0, q.ldc, std::min(NR, q.n - j0), q.alpha,
+                            beta);
+              };
+              if (kw <= d.rows_outer_k) {  // each MR-row strip of C across the columns
+                for (int64_t r0 = 0; r0 < rows; r0 += MR)
+                  for (int64_t jp = jp0; jp < jp1; ++jp) tile(r0, jp);
+              } else {  // each B micro-panel down the row block
+                for (int64_t jp = jp0; jp < jp1; ++jp)
+                  for (int64_t r0 = 0; r0 < rows; r0 += MR) tile(r0, jp);
               }
             }
           }
