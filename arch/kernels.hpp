@@ -212,6 +212,9 @@ struct HalfGemmKernels {
 // panels of k pairs, each pair step one bf16 dot-product instruction (bf16 x bf16 -> float32).
 using Bf16DotPackedFn = void (*)(int64_t pairs, const uint16_t* a_panel, const uint16_t* b_panel,
                                  float* c, int64_t ldc, int64_t nr, float alpha, float beta);
+// As GemmDotFn with A and B both bf16 (few rows against B^T read in place).
+using Bf16DotNtFn = void (*)(int64_t k, const uint16_t* a, int64_t lda, const uint16_t* b,
+                             int64_t ldb, float* c, int64_t ldc, float alpha, float beta);
 // One panel of k pairs, `width` lanes wide, `lanes` of them from src (contract there).
 using Bf16PairPackFn = void (*)(bool k_rows, int64_t lanes, int64_t k, const uint16_t* src,
                                 int64_t ld, int64_t width, uint16_t* out);
@@ -226,6 +229,12 @@ struct Bf16DotKernels {
   int rows_outer_k = 0;
   Bf16DotPackedFn packed[kMaxMR + 1] = {};  // [r]: r = 1..mr rows; all null: none here
   Bf16PairPackFn pack = nullptr;
+  // [r]: r x dot_cols[r] and r x 1 dot kernels, r = 1..dot_rows (0: none; the packed tile then
+  // serves few rows too).
+  int dot_rows = 0;
+  int dot_cols[kMaxDotRows + 1] = {};
+  Bf16DotNtFn dot[kMaxDotRows + 1] = {};
+  Bf16DotNtFn dot1[kMaxDotRows + 1] = {};
   float (*peak)(int64_t iters) = nullptr;  // the dot-product ceiling, as KernelTable::peak_fma
   int peak_flops_per_iter = 0;
 };

@@ -92,4 +92,29 @@ Status gemm_bf16_dot(const arch::Bf16DotKernels& d, const Bf16Gemm& q) {
   return Status::ok;
 }
 
+bool bf16_dot_rows_fit(const arch::Bf16DotKernels& d, const Bf16Gemm& q) {
+  return d.dot_rows > 0 && q.tb && !q.ta && q.m <= 2 * d.dot_rows;
+}
+
+// Tasks over chunks of 256 columns; each C element is one call's sum (k in order), whatever the
+// split. A packed path would read and write all of B to use it once or twice.
+Status gemm_bf16_dot_rows(const arch::Bf16DotKernels& d, const Bf16Gemm& q) {
+  constexpr int64_t kChunk = 256;
+  gemm_split::for_each_task(ceil_div(q.n, kChunk), [&](int64_t t) {
+    const int64_t j0 = t * kChunk, j1 = std::min(q.n, j0 + kChunk);
+    for (int64_t i = 0; i < q.m; i += d.dot_rows) {
+      const int rows = int(std::min<int64_t>(d.dot_rows, q.m - i));
+      const int64_t J = d.dot_cols[rows];
+      const uint16_t* a = q.a + i * q.lda;
+      float* c = q.c + i * q.ldc;
+      int64_t j = j0;
+      for (; j + J <= j1; j += J)
+        d.dot[rows](q.k, a, q.lda, q.b + j * q.ldb, q.ldb, c + j, q.ldc, q.alpha, q.beta);
+      for (; j < j1; ++j)
+        d.dot1[rows](q.k, a, q.lda, q.b + j * q.ldb, q.ldb, c + j, q.ldc, q.alpha, q.beta);
+    }
+  });
+  return Status::ok;
+}
+
 }  // namespace tessera::detail

@@ -22,4 +22,9 @@ struct Bf16Gemm {
 // C = alpha op(A) op(B) + beta C for m, n, k > 0 (the caller takes the empty cases).
 Status gemm_bf16_dot(const arch::Bf16DotKernels& d, const Bf16Gemm& q);
 
+// Few rows of A against B^T (stored n x k) on the dot kernels, B read in place: true where the
+// table has them and the product is that shape.
+bool bf16_dot_rows_fit(const arch::Bf16DotKernels& d, const Bf16Gemm& q);
+Status gemm_bf16_dot_rows(const arch::Bf16DotKernels& d, const Bf16Gemm& q);
+
 }  // namespace tessera::detail

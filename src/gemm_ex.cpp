@@ -204,13 +204,32 @@ bool takes_bf16_dot(const arch::KernelTable& t, const Problem& q) {
          q.k > 0 && q.alpha != 0.0f;
 }
 
+detail::Bf16Gemm bf16_problem(const Problem& q) {
+  return {q.ta,
+          q.tb,
+          q.m,
+          q.n,
+          q.k,
+          q.alpha,
+          q.beta,
+          static_cast<const uint16_t*>(q.a.p),
+          static_cast<const uint16_t*>(q.b.p),
+          q.a.ld,
+          q.b.ld,
+          q.c,
+          q.ldc};
+}
+
+// bf16 x bf16 few rows against B^T on the bf16 dot kernels (no widening at all).
+bool takes_bf16_dot_rows(const arch::KernelTable& t, const Problem& q) {
+  return takes_bf16_dot(t, q) && detail::bf16_dot_rows_fit(t.bf16dot, bf16_problem(q));
+}
+
 Status run(const arch::KernelTable& t, const Problem& q) {
   if (q.m == 0 || q.n == 0) return Status::ok;
+  if (takes_bf16_dot_rows(t, q)) return detail::gemm_bf16_dot_rows(t.bf16dot, bf16_problem(q));
   if (takes_few_rows(t, q)) return widened_few_rows(t, q);
-  if (takes_bf16_dot(t, q))
-    return detail::gemm_bf16_dot(
-        t.bf16dot, {q.ta, q.tb, q.m, q.n, q.k, q.alpha, q.beta, static_cast<const uint16_t*>(q.a.p),
-                    static_cast<const uint16_t*>(q.b.p), q.a.ld, q.b.ld, q.c, q.ldc});
+  if (takes_bf16_dot(t, q)) return detail::gemm_bf16_dot(t.bf16dot, bf16_problem(q));
   if (q.k == 0) {  // C = beta C: the float32 path's rule (beta = 0 never reads C)
     detail::GemmProblem p = block(q, 0, q.m, 0, q.n, 0, 0, nullptr, nullptr);
     return detail::gemm_run(t.gemm, p);
@@ -294,17 +313,22 @@ Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, floa
     const Status st = run(t, q);
     if (vb.on()) {
       char names[64];
-      const bool dot2 = takes_bf16_dot(t, q);
-      if (dot2)
+      const bool rows2 = takes_bf16_dot_rows(t, q), few = !rows2 && takes_few_rows(t, q);
+      const bool dot2 = !rows2 && !few && takes_bf16_dot(t, q);
+      if (rows2)
+        std::snprintf(names, sizeof names, "bf16_gemm_dot2_nt_%dx%d_%s", t.bf16dot.dot_rows,
+                      t.bf16dot.dot_cols[t.bf16dot.dot_rows], t.name);
+      else if (dot2)
         std::snprintf(names, sizeof names, "bf16_gemm_dot2_packed_%dx%d_mr%d_%s", t.bf16dot.mr,
                       t.bf16dot.nr, t.bf16dot.mr, t.name);
       else
         std::snprintf(names, sizeof names, "%s_%s_f32_gemm_widened_%s", detail::dtype_name(a_type),
                       detail::dtype_name(b_type), t.name);
       vb.print("gemm_ex", st,
-               takes_few_rows(t, q) ? "few-rows-dot-b16"
-               : dot2               ? "bf16-dot-pairs"
-                                    : "widen-blocks",
+               rows2  ? "few-rows-bf16-dot"
+               : few  ? "few-rows-dot-b16"
+               : dot2 ? "bf16-dot-pairs"
+                      : "widen-blocks",
                names, tbb::this_task_arena::max_concurrency(), "m:%lld n:%lld k:%lld ta:%c tb:%c",
                (long long)m, (long long)n, (long long)k, ta == Transpose::trans ? 'T' : 'N',
                tb == Transpose::trans ? 'T' : 'N');

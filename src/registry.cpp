@@ -30,6 +30,7 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "gemm_rows_stream_b_bf16",
                                         "hgemm_packed",
                                         "gemm_bf16_dot_packed",
+                                        "gemm_bf16_dot_nt",
                                         "convert_f32_f16",
                                         "convert_f16_f32",
                                         "convert_f32_bf16",
@@ -145,6 +146,12 @@ struct Adder {
     for (int r = 1; r <= d.mr; ++r)
       add(KernelFamily::gemm_bf16_dot_packed, "gemm_dot2_packed", r, d.nr, d.mr, d.nr,
           reinterpret_cast<const void*>(d.packed[r]), "bf16", d.feature);
+    for (int r = 1; r <= d.dot_rows; ++r) {
+      add(KernelFamily::gemm_bf16_dot_nt, "gemm_dot2_nt", r, d.dot_cols[r], 0, 0,
+          reinterpret_cast<const void*>(d.dot[r]), "bf16", d.feature);
+      add(KernelFamily::gemm_bf16_dot_nt, "gemm_dot2_nt", r, 1, 0, 0,
+          reinterpret_cast<const void*>(d.dot1[r]), "bf16", d.feature);
+    }
     const arch::ConvertKernels& c = t.convert;
     conversion(KernelFamily::convert_f32_f16, "f16_from_f32",
                reinterpret_cast<const void*>(c.f32_to_f16));

@@ -35,6 +35,7 @@ enum class KernelFamily : uint8_t {
   gemm_rows_stream_b_bf16,  // GemmStream16Fn: the same with B in bf16
   hgemm_packed,             // HgemmPackedFn: f16 A, B and C, products summed in fp16
   gemm_bf16_dot_packed,     // Bf16DotPackedFn: bf16 A and B panels of k pairs, float32 C
+  gemm_bf16_dot_nt,         // Bf16DotNtFn: few bf16 rows against bf16 B^T in place
   convert_f32_f16,          // ConvertKernels::f32_to_f16 (arch/common/convert.hpp)
   convert_f16_f32,          // ConvertKernels::f16_to_f32
   convert_f32_bf16,         // ConvertKernels::f32_to_bf16

@@ -127,10 +127,12 @@ TEST_P(GemmEx, FewRowsStreamedSameOnAnyThreadCount) {
 }
 
 // bf16 x bf16 across the dot-product executor's blocks where the table has one (k blocks of
-// 256 with an odd k, row blocks of 336, 32-column panels with a partial last one; the widened
-// path elsewhere), all four transposes, and C the same for 1 and 2 threads.
+// 256 with an odd k, row blocks of 336, 32-column panels with a partial last one; few rows
+// against B^T on the dot kernels, over column chunks and a masked k tail; the widened path
+// elsewhere), all four transposes, and C the same for 1 and 2 threads.
 TEST_P(GemmEx, Bf16TimesBf16AcrossDotBlocks) {
-  const std::array<int64_t, 3> shapes[] = {{700, 97, 515}, {15, 33, 257}, {337, 64, 256}};
+  const std::array<int64_t, 3> shapes[] = {
+      {700, 97, 515}, {15, 33, 257}, {337, 64, 256}, {3, 277, 300}, {8, 40, 33}};
   int combo = 0;
   for (const auto& s : shapes)
     for (Transpose ta : kTrans)

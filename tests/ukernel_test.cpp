@@ -448,6 +448,30 @@ void test_bf16_dot(const KernelRow& row, const arch::Bf16DotKernels& d) {
     }
 }
 
+// gemm_bf16_dot_nt: bf16 rows against bf16 B^T, k across the 32-element steps and their masked
+// tail, padded strides; as test_dot_of with A in bf16 too.
+void test_bf16_dot_nt(const KernelRow& row) {
+  namespace ref = tessera::reference;
+  const auto fn = reinterpret_cast<arch::Bf16DotNtFn>(row.fn);
+  int combo = 0;
+  for (int64_t k : {int64_t(0), int64_t(1), int64_t(5), int64_t(31), int64_t(32), int64_t(64),
+                    int64_t(128), int64_t(257)}) {
+    const Scalars s = kScalars[combo++ % 3];
+    const int64_t lda = k + 2, ldb = k + 1;
+    std::vector<uint16_t> a, b;
+    for (float x : data(size_t(row.rows * lda + 1), uint32_t(combo)))
+      a.push_back(ref::f32_to_bf16(x));
+    for (float x : data(size_t(row.cols * ldb + 1), uint32_t(combo + 100)))
+      b.push_back(ref::f32_to_bf16(x));
+    check(
+        row, {row.rows, row.cols, k, row.cols + 3, s},
+        [&](int64_t i, int64_t p) { return ref::bf16_to_f32(a[size_t(i * lda + p)]); },
+        [&](int64_t p, int64_t j) { return ref::bf16_to_f32(b[size_t(j * ldb + p)]); },
+        [&](float* c) { fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta); },
+        "bf16 dot nt");
+  }
+}
+
 // Every f16 value through each table's widening load: one row of 1.0 against B's values (k = 1,
 // the wide16 kernel), so C is each widened value exactly (1 x v) against the reference's
 // conversion; NaN stays NaN (its payload is the arithmetic's: ARMv7 NEON returns
@@ -527,6 +551,9 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
         break;
       case KernelFamily::gemm_bf16_dot_packed:
         test_bf16_dot(row, t->bf16dot);
+        break;
+      case KernelFamily::gemm_bf16_dot_nt:
+        test_bf16_dot_nt(row);
         break;
       default:  // the conversions: tests/convert_test.cpp
         continue;

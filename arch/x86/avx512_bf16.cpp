@@ -41,6 +41,13 @@ const Bf16DotKernels& avx512_bf16_dot_kernels() {
     d.kc = kKC, d.mc = kMC, d.rows_outer_k = kRowsOuterK;
     fill(d, std::make_integer_sequence<int, kMR>());
     d.pack = pack_bf16_pairs;
+    // 16 accumulators whatever the rows: 1 x 16, 2 x 8, 4 x 4 (3 rows: 3 x 4).
+    d.dot_rows = 4;
+    d.dot[1] = bf16_dot_nt<1, 16>, d.dot[2] = bf16_dot_nt<2, 8>;
+    d.dot[3] = bf16_dot_nt<3, 4>, d.dot[4] = bf16_dot_nt<4, 4>;
+    d.dot_cols[1] = 16, d.dot_cols[2] = 8, d.dot_cols[3] = 4, d.dot_cols[4] = 4;
+    d.dot1[1] = bf16_dot_nt<1, 1>, d.dot1[2] = bf16_dot_nt<2, 1>;
+    d.dot1[3] = bf16_dot_nt<3, 1>, d.dot1[4] = bf16_dot_nt<4, 1>;
     d.peak = bf16_dot_peak_loop;
     d.peak_flops_per_iter = kBf16DotPeakFlopsPerIter;
     return d;
