@@ -59,11 +59,12 @@ double seconds_per_call(F&& f, int ms) {
 // t_i / t_0 (the ratio within a round, so a drift of the shared VM's clock cancels).
 struct Alternated {
   std::vector<double> seconds, over_first;
+  std::vector<std::vector<double>> rounds;  // [round][i]: that round's slice time of fs[i]
 };
 inline Alternated alternate(benchmark::State& state, int threads,
                             const std::vector<std::function<void()>>& fs) {
   const size_t n = fs.size();
-  std::vector<std::vector<double>> times(n), ratios(n);
+  std::vector<std::vector<double>> times(n), ratios(n), rounds;
   run_in_arena(state, threads, [&] {
     for (int round = 0; round < 15; ++round) {
       std::vector<double> t(n);
@@ -72,9 +73,11 @@ inline Alternated alternate(benchmark::State& state, int threads,
         t[i] = seconds_per_call(fs[i], 15);
       }
       for (size_t i = 0; i < n; ++i) times[i].push_back(t[i]), ratios[i].push_back(t[i] / t[0]);
+      rounds.push_back(t);
     }
   });
   Alternated a;
+  a.rounds = rounds;
   for (size_t i = 0; i < n; ++i)
     a.seconds.push_back(median(times[i])), a.over_first.push_back(median(ratios[i]));
   return a;
