@@ -1,7 +1,6 @@
 // The avx512 table's bf16 dot-product kernels, compiled with AVX512_BF16 on top of the avx512
-// flags (CMakeLists.txt) and added to the table by src/dispatch.cpp where CPUID has that feature
-// (Zen 4, Zen 5, Cooper Lake, Sapphire Rapids and later); apart, so that nothing in the rest of
-// the table is compiled for it.
+// flags (CMakeLists.txt) and added to the table by src/dispatch.cpp where CPUID has that feature;
+// apart, so that nothing in the rest of the table is compiled for it.
 #include "gemm_bf16_dot_avx512.hpp"
 
 #include <utility>
@@ -16,14 +15,13 @@ constexpr int kMR = 14;
 // float32 tile's (512 x 32 floats) in bytes and in k steps, streamed from L2 as that one is, and C
 // is read and written once per 512 steps rather than per 128 (k blocks of 256 kept B in L1 but
 // ran slower: C's round trips cost more than B's L2 reads). MC = 336 rows: the A block (336 x
-// 1024 bf16, 672 KB) stays in L2 (1 MB on Zen 4 and 5, 2 MB on Sapphire Rapids) across the B
-// panels. A task walks all its columns (no NC block): B is packed whole once.
+// 1024 bf16, 672 KB) stays in a 1 MB L2 across the B panels. A task walks all its columns (no NC
+// block): B is packed whole once.
 constexpr int kKC = 1024, kMC = 24 * kMR;
 // k <= 256 walks C by row strips: a tile is then ~500-1800 cycles of VDPBF16PS against its C
 // (1.8 KB, a memory round trip when C is past L3), and C rows 16 KB apart down a panel touch a
-// page per row. 4096 x 4096 x 64 (C 64 MB), 1 thread, Zen 5, alternated medians of 3: panels
-// outer 382.8 / 386.8 / 386.4 GFLOP/s, row strips 414.3 / 425.3 / 422.0; 1024^3 (k = 1024)
-// keeps panels outer: row strips there 504.4-512.7 against 518.8-521.3.
+// page per row; deeper blocks keep a B micro-panel down the row block (measurements: the commit
+// that set this).
 constexpr int kRowsOuterK = 256;
 
 template <int... R>

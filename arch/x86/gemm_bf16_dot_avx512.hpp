@@ -200,8 +200,7 @@ inline void pack_bf16_pairs(bool k_rows, int64_t lanes, int64_t k, const uint16_
 
 // The bf16 dot-product ceiling: kBf16PeakChains chains of VDPBF16PS, 64 flops each (16 lanes,
 // 2 products and 2 additions). The sums grow by 2e-6 per step: no overflow, no subnormals. 24
-// chains: the FMA loop's 12 left the instruction's longer latency showing (Zen 5: 1.83x the FMA
-// peak with 12, where oneDNN's bf16 GEMM ran at 1.87x).
+// chains, twice the FMA loop's 12: the instruction's latency is longer than the FMA's.
 inline constexpr int kBf16PeakChains = 24;
 inline float bf16_dot_peak_loop(int64_t iters) {
   constexpr int N = kBf16PeakChains;
