@@ -162,16 +162,7 @@ void register_read_ceiling(int threads) {
                                [floats, threads](benchmark::State& state) {
                                  std::vector<float> x(size_t(floats), 1.0f);
                                  run_in_arena(state, threads, [&] {
-                                   const double total = tbb::parallel_reduce(
-                                       tbb::blocked_range<int64_t>(0, floats, 1 << 16), 0.0,
-                                       [&](const tbb::blocked_range<int64_t>& r, double acc) {
-                                         float s[8] = {};
-                                         for (int64_t i = r.begin(); i + 8 <= r.end(); i += 8)
-                                           for (int u = 0; u < 8; ++u) s[u] += x[size_t(i + u)];
-                                         for (float v : s) acc += v;
-                                         return acc;
-                                       },
-                                       [](double a, double b) { return a + b; });
+                                   const double total = sum_over_threads(x);
                                    benchmark::DoNotOptimize(total);
                                  });
                                  set_rates(state, 0, 4.0 * double(floats));

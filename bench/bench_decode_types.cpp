@@ -5,9 +5,6 @@
 // f32 call, the 16-bit call and a plain read in one process (~15 ms slices) and report the
 // median of the per-round speedups (f32 time / 16-bit time: tokens/s of the 16-bit cache over
 // the f32 cache) and of the 16-bit call's GB/s over the read's.
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_reduce.h>
-
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -86,17 +83,7 @@ void register_decode(int64_t kv, tessera_dtype type, int threads) {
 struct ReadCeiling {
   std::vector<float> x = std::vector<float>(size_t(64) << 20, 1.0f);
   void run() {
-    const auto n = int64_t(x.size());
-    const double total = tbb::parallel_reduce(
-        tbb::blocked_range<int64_t>(0, n, 1 << 16), 0.0,
-        [&](const tbb::blocked_range<int64_t>& r, double acc) {
-          float s[8] = {};
-          for (int64_t i = r.begin(); i + 8 <= r.end(); i += 8)
-            for (int u = 0; u < 8; ++u) s[u] += x[size_t(i + u)];
-          for (float v : s) acc += v;
-          return acc;
-        },
-        [](double a, double b) { return a + b; });
+    const double total = sum_over_threads(x);
     benchmark::DoNotOptimize(total);
   }
   double bytes() const { return 4.0 * double(x.size()); }

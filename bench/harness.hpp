@@ -3,6 +3,9 @@
 // FMA peak each GEMM row is reported against.
 #pragma once
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
+
 #include <benchmark/benchmark.h>
 #include <tbb/task_arena.h>
 
@@ -95,6 +98,20 @@ void alternated_pairs(benchmark::State& state, int threads, P& f32, P& half) {
   state.counters["half_us"] = t.seconds[1] * 1e6;
   state.counters["half_GBps"] = half.bytes() / t.seconds[1] * 1e-9;
   state.counters["f32_GBps"] = f32.bytes() / t.seconds[0] * 1e-9;
+}
+
+// One pass over x summing it, split over the calling arena's threads: the read ceiling.
+inline double sum_over_threads(const std::vector<float>& x) {
+  return tbb::parallel_reduce(
+      tbb::blocked_range<int64_t>(0, int64_t(x.size()), 1 << 16), 0.0,
+      [&](const tbb::blocked_range<int64_t>& r, double acc) {
+        float s[8] = {};
+        for (int64_t i = r.begin(); i + 8 <= r.end(); i += 8)
+          for (int u = 0; u < 8; ++u) s[u] += x[size_t(i + u)];
+        for (float v : s) acc += v;
+        return acc;
+      },
+      [](double a, double b) { return a + b; });
 }
 
 inline void set_rates(benchmark::State& state, double flops, double bytes) {
