@@ -1,6 +1,9 @@
 // The layers: Bahdanau additive attention (seed example, split form, reference) and the
 // multi-head attention layer (reference, GQA, biases, and KV-cache decoding equal to prefill).
 #include "tessera/layers.hpp"
+
+#include <cmath>
+
 #include "data/seed_examples.inc"
 #include "tessera/reference.hpp"
 #include "tessera/softmax.hpp"
@@ -61,6 +64,33 @@ TEST_P(Layers, AdditiveSplitEqualsOneShotAndReference) {
                                         v.data(), ctx2.data(), nullptr),
             Status::ok);
   EXPECT_EQ(ctx, ctx2);
+}
+
+// v = -inf against tanh values of both signs gives scores -inf, +inf and NaN: a NaN score makes
+// the state's context and weights NaN even beside a +inf score (which alone takes all the mass,
+// shared equally), in the step, the batched step and the reference alike.
+TEST_P(Layers, AdditiveNanScoreBesideInfiniteScoreIsNan) {
+  const float enc[3 * 2] = {1, 2, 3, 4, 5, 6}, dec[1] = {0}, w_dec[2] = {0, 0};
+  const float v[2] = {-tt::kInf, -tt::kInf};
+  for (const bool with_nan : {true, false}) {
+    // Row 0 scores -inf, row 1 +inf, row 2 NaN (or +inf).
+    const float keys[3 * 2] = {1, 1, -1, -1, -1, with_nan ? 1.0f : -1.0f};
+    float ctx[2], w[3], bctx[2], bw[3], rctx[2], rw[3];
+    ASSERT_EQ(tessera::additive_attention_step(3, 2, 1, 2, enc, keys, dec, w_dec, v, ctx, w),
+              Status::ok);
+    ASSERT_EQ(tessera::additive_attention_batch(1, 3, 2, 1, 2, enc, keys, nullptr, dec, w_dec, v,
+                                                bctx, bw),
+              Status::ok);
+    tessera::reference::additive_attention_step(3, 2, 1, 2, enc, keys, dec, w_dec, v, rctx, rw);
+    const float want_w[3] = {with_nan ? tt::kNaN : 0.0f, with_nan ? tt::kNaN : 0.5f,
+                             with_nan ? tt::kNaN : 0.5f};
+    const float want_ctx[2] = {with_nan ? tt::kNaN : 4.0f, with_nan ? tt::kNaN : 5.0f};
+    const auto same = [](float a, float b) { return std::isnan(b) ? std::isnan(a) : a == b; };
+    for (const float* got : {w, bw, rw})
+      for (int j = 0; j < 3; ++j) EXPECT_TRUE(same(got[j], want_w[j])) << j << ": " << got[j];
+    for (const float* got : {ctx, bctx, rctx})
+      for (int c = 0; c < 2; ++c) EXPECT_TRUE(same(got[c], want_ctx[c])) << c << ": " << got[c];
+  }
 }
 
 struct MhaWeights {

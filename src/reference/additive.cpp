@@ -41,7 +41,7 @@ void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, 
     return;
   }
   double sum = 0.0;
-  if (m == std::numeric_limits<double>::infinity()) {
+  if (m == std::numeric_limits<double>::infinity() && !nan) {
     // +inf scores take all the mass, shared equally (the softmax reference's limit).
     for (int64_t j = 0; j < enc_len; ++j) sum += (e[j] = e[j] == m ? 1.0 : 0.0);
   } else {
