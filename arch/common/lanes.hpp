@@ -10,6 +10,16 @@
 #include <cstdint>
 #include <utility>
 
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#include "../x86/lanes_x86.hpp"
+#define TESSERA_LANES_ISA 1
+#elif defined(__ARM_NEON)
+#include "../arm/lanes_neon.hpp"
+#define TESSERA_LANES_ISA 1
+#else
+#define TESSERA_LANES_ISA 0
+#endif
+
 namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
 namespace lanes {
@@ -48,7 +58,7 @@ inline float reduce(xsimd::batch<float, Arch> v, Op op) {
 // per vector costs log2 W swizzles and adds for one result). xsimd 8.1's own haddp swaps lanes
 // 2-3 with 4-5 and 10-11 with 12-13 on AVX-512, hence this.
 template <class Arch, uint32_t D = xsimd::batch<float, Arch>::size / 2>
-inline __attribute__((always_inline)) xsimd::batch<float, Arch> transpose_sum(
+inline __attribute__((always_inline)) xsimd::batch<float, Arch> transpose_sum_tree(
     xsimd::batch<float, Arch>* v) {
   if constexpr (D == 0) {
     return v[0];
@@ -62,8 +72,23 @@ inline __attribute__((always_inline)) xsimd::batch<float, Arch> transpose_sum(
       const auto a = v[i], b = v[i + D];
       v[i] = xsimd::select(hi, b, a) + xsimd::swizzle(xsimd::select(hi, a, b), swap);
     }
-    return transpose_sum<Arch, D / 2>(v);
+    return transpose_sum_tree<Arch, D / 2>(v);
   }
+}
+
+// transpose_sum: the ISA's own folds, by register (arch/x86/lanes_x86.hpp,
+// arch/arm/lanes_neon.hpp: the same sums in fewer operations), else the portable tree.
+template <class Arch>
+inline __attribute__((always_inline)) xsimd::batch<float, Arch> transpose_sum(
+    xsimd::batch<float, Arch>* v) {
+  using B = xsimd::batch<float, Arch>;
+#if TESSERA_LANES_ISA
+  typename B::register_type r[B::size];
+  for (size_t i = 0; i < B::size; ++i) r[i] = v[i];
+  return B(transpose_sum_isa(r));
+#else
+  return transpose_sum_tree<Arch>(v);
+#endif
 }
 
 }  // namespace lanes
