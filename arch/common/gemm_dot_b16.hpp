@@ -68,6 +68,52 @@ void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, 
   gemm_dot_nt_of<Arch, Widen, R, NJ>(k, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 
+// gemm_wide_b16's whole-vector case (nr = NV W), in a body of its own: sharing the function
+// with the partial case's loop, which takes the accumulators by index, GCC for AArch64 kept
+// them in memory too and stored all of them every k step.
+template <class Arch, class Widen, int R, int NV>
+TESSERA_ALWAYS_INLINE void wide_b16_whole(int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
+                                          const uint16_t* b, int64_t ldb, float* c, int64_t ldc,
+                                          float alpha, float beta) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr int64_t W = B::size;
+  B acc[R][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
+  for (int64_t p = 0; p < k; ++p) {
+    const uint16_t* row = b + p * ldb;
+    // The same columns k rows on (the caller's next block of keys; a prefetch past the array
+    // does not fault): column strips of rows ldb apart are a pattern the hardware prefetcher
+    // misses, and this loop waited on memory for most of its time.
+    for (int64_t q = 0; q < NV * W; q += 32) __builtin_prefetch(row + k * ldb + q, 0, 3);
+    B bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = Widen::load(row + v * W);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const B ai(a[i * a_rs + p * a_cs]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
+    }
+  }
+  if (beta == 0.0f) {
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) (acc[i][v] * B(alpha)).store_unaligned(c + i * ldc + v * W);
+    return;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      float* cv = c + i * ldc + v * W;
+      fmadd(B(beta), B::load_unaligned(cv), acc[i][v] * B(alpha)).store_unaligned(cv);
+    }
+}
+
 // C[0:R, 0:nr] = alpha A B + beta C for B stored in 16 bits, rows ldb elements apart, read in
 // place (decode's P V against a 16-bit V cache): A(i, p) at a[i a_rs + p a_cs] (float32),
 // nr <= NV W columns; a last partial vector is widened element by element into a zero-padded
@@ -79,27 +125,13 @@ void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const 
                    int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
+  if (nr == NV * W)
+    return wide_b16_whole<Arch, Widen, R, NV>(k, a, a_rs, a_cs, b, ldb, c, ldc, alpha, beta);
   const int whole = int(nr / W);  // vectors loaded whole
   B acc[R][NV];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
-  int64_t p = 0;
-  if (nr == NV * W) {  // whole vectors: the loop with no branch, accumulators in registers
-    for (; p < k; ++p) {
-      const uint16_t* row = b + p * ldb;
-      // The same columns k rows on (the caller's next block of keys; a prefetch past the array
-      // does not fault): column strips of rows ldb apart are a pattern the hardware prefetcher
-      // misses, and this loop waited on memory for most of its time.
-      for (int64_t q = 0; q < NV * W; q += 32) __builtin_prefetch(row + k * ldb + q, 0, 3);
-      B bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = Widen::load(row + v * W);
-      for (int i = 0; i < R; ++i) {
-        const B ai(a[i * a_rs + p * a_cs]);
-        for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
-      }
-    }
-  }
-  for (; p < k; ++p) {
+  for (int64_t p = 0; p < k; ++p) {
     const uint16_t* row = b + p * ldb;
     B bv[NV];
     for (int v = 0; v < NV; ++v) {
