@@ -88,10 +88,10 @@ struct KvRows {
 // interleaved, medians): decode 32 heads x d = 128, kv 512 (in L3) 28.0 -> 36.7 GFLOP/s, kv
 // 4096 11.9 -> 15.1, kv 32768 11.9 -> 14.2. Columns past the last whole vector (head dims that
 // are not a multiple of W) go through a zero-padded packed panel.
-// V goes in blocks of kDecodeKeys keys: a 16-bit block is widened into L1 just before its
-// products (see key_loop), and a float32 block (16 KB at d = 128) stays in L1 while the wide
-// kernels pass it a strip of columns at a time; as one 256-key block (128 KB), every strip after
-// the first came from L2 and the first from memory row by row.
+// V goes in blocks of kDecodeKeys keys: a block (16 KB of float32 at d = 128, or a 16-bit one
+// read in place or widened) stays in L1 while the wide kernels pass it a strip of columns at a
+// time; as one 256-key block (128 KB), every strip after the first came from L2 and the first
+// from memory row by row.
 void pv_few_rows(const arch::KernelTable& kt, const tessera_attention_desc& d, int64_t rows,
                  const KvRows& vrows, int64_t j0, const int64_t* extent, TileState& st) {
   const arch::GemmKernels& gk = kt.gemm;
@@ -229,9 +229,8 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     if (few_rows(gk, rows)) {
       // Few rows (decode): dot products along d, K read once, in blocks of kDecodeKeys keys
       // (whole column groups of every dot kernel: the same calls as one pass over the tile).
-      // A 16-bit block is widened into L1 just before its products, which then read it there
-      // rather than from L2 (a widened tile is 128 KB at d = 128). A float32 block is read in
-      // place, the row groups after the first finding it in L1.
+      // A block is read in place (16-bit rows widened in registers by the dot16 kernels), the
+      // row groups after the first finding it in L1.
       const bool k16 = d.k_type != TESSERA_F32;
       const int64_t R = k16 ? gk.dot16_rows : gk.dot_rows;
       const int* cols = k16 ? gk.dot16_cols : gk.dot_cols;

@@ -14,8 +14,9 @@ namespace tessera::detail::fa {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kBK = arch::kAttentionBK;  // keys per tile
-// Keys per block of a decode tile's 16-bit K and V, widened into L1 one block at a time:
-// 32 keys of d = 128 are 16 KB of float32.
+// Keys per block of a decode tile's K and V: a block stays in L1 across the calls that pass it
+// (8 KB of 16-bit rows at d = 128, read in place; 16 KB of float32, or of 16-bit rows widened
+// into L1 where the rows are too many for the widening kernels).
 constexpr int64_t kDecodeKeys = 32;
 
 struct Geometry {

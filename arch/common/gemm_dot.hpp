@@ -51,9 +51,9 @@ TESSERA_ALWAYS_INLINE void store_sums(xsimd::batch<float, Arch> sums, float* c, 
 
 // The R x NJ accumulators of a dot tile reduced to sums, each continued by tail(i, j, sum)
 // (the scalar k steps past the last whole vector, added in order), stored as C = alpha sum + beta C
-// (beta = 0 never reads C). Reduced W at a time by lanes::transpose_sum (about 4 operations per
-// sum; a horizontal sum each cost about 8 on AVX-512, as many vector operations as the 4 x 4 tile's
-// FMAs at k = 128), padded with zeros to a whole group.
+// (beta = 0 never reads C). Reduced W at a time by lanes::transpose_sum (about 3 operations per
+// sum on x86; a horizontal sum each cost about 8 on AVX-512, as many vector operations as the
+// 4 x 4 tile's FMAs at k = 128), padded with zeros to a whole group.
 template <class Arch, int R, int NJ, class Tail>
 TESSERA_ALWAYS_INLINE void dot_tile_store(const xsimd::batch<float, Arch> (&acc)[R][NJ],
                                           Tail&& tail, float* c, int64_t ldc, float alpha,
