@@ -105,7 +105,6 @@ TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t l
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   constexpr int64_t kLine = 64 / sizeof(T);  // elements per cache line
-  constexpr int64_t kRowsAhead = kDotCallsAhead * NJ * int64_t(sizeof(float) / sizeof(T));
   if constexpr (K > 0) k = K;
   B acc[R][NJ];
   for (int i = 0; i < R; ++i)
@@ -117,10 +116,10 @@ TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t l
     // interleaved streams for the hardware prefetcher to follow on its own. One call ahead
     // (2 KB at 4 x 128 floats) was shorter than a trip to DRAM: GQA 32/8 decode (4 rows,
     // kv 4096, d = 128), interleaved medians, 1 call ahead 41.3 GFLOP/s, 4 calls 50.9, 8 calls
-    // 48.2 on 1 thread; 73.7, 87.8, 83.9 on 2. A 16-bit B goes as many bytes ahead: twice the
-    // calls.
+    // 48.2 on 1 thread; 73.7, 87.8, 83.9 on 2.
     if (p % kLine == 0)
-      for (int j = 0; j < NJ; ++j) __builtin_prefetch(b + (j + kRowsAhead) * ldb + p, 0, 3);
+      for (int j = 0; j < NJ; ++j)
+        __builtin_prefetch(b + (j + kDotCallsAhead * NJ) * ldb + p, 0, 3);
     B av[R], bv[NJ];
     for (int i = 0; i < R; ++i) av[i] = B::load_unaligned(a + i * lda + p);
     for (int j = 0; j < NJ; ++j) bv[j] = Load::load(b + j * ldb + p);
