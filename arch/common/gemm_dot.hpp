@@ -62,8 +62,10 @@ TESSERA_ALWAYS_INLINE void dot_tile_store(const xsimd::batch<float, Arch> (&acc)
   constexpr int W = static_cast<int>(B::size);
   constexpr int N = R * NJ, G = (N + W - 1) / W;
   alignas(64) float sums[G * W];
+#pragma GCC unroll 16
   for (int g = 0; g < G; ++g) {
     B v[W];
+#pragma GCC unroll 16
     for (int l = 0; l < W; ++l) {
       const int e = g * W + l;
       v[l] = e < N ? acc[e / NJ][e % NJ] : B(0.0f);
@@ -106,8 +108,12 @@ TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t l
   constexpr int64_t W = B::size;
   constexpr int64_t kLine = 64 / sizeof(T);  // elements per cache line
   if constexpr (K > 0) k = K;
+  // Every loop over the tile unrolled by pragma (here and in dot_tile_store): left to GCC's
+  // heuristics, acc stayed an array in memory, which AArch64 stored whole every k step.
   B acc[R][NJ];
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
+#pragma GCC unroll 16
     for (int j = 0; j < NJ; ++j) acc[i][j] = B(0.0f);
   int64_t p = 0;
 #pragma GCC unroll 8
@@ -121,9 +127,13 @@ TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t l
       for (int j = 0; j < NJ; ++j)
         __builtin_prefetch(b + (j + kDotCallsAhead * NJ) * ldb + p, 0, 3);
     B av[R], bv[NJ];
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) av[i] = B::load_unaligned(a + i * lda + p);
+#pragma GCC unroll 16
     for (int j = 0; j < NJ; ++j) bv[j] = Load::load(b + j * ldb + p);
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i)
+#pragma GCC unroll 16
       for (int j = 0; j < NJ; ++j) acc[i][j] = fmadd(av[i], bv[j], acc[i][j]);
   }
   dot_tile_store<Arch, R, NJ>(
