@@ -152,13 +152,15 @@ def main():
     for name, body in functions(a.objdump, a.object):
         if not re.search(a.match, name):
             continue
-        # The function's k loop: of its innermost loops that store nothing (epilogues load and
-        # store C around their FMAs), the one with the most FMAs (the others are tails).
+        # The function's k loop: of its innermost loops that store at most one vector per 8
+        # FMAs (a k loop may spill an accumulator; epilogues, and the backward jumps between
+        # an epilogue's blocks, store C around their FMAs), the one with the most FMAs (the
+        # others are tails).
         best = None
         for s, e in innermost_loops(body):
             count = sum(1 for ins in body[s:e] if is_fma(ins[1]))
-            stores = any(re.match(r"^(st|vst)", ins[1]) for ins in body[s:e])
-            key = (not stores, count)
+            stores = sum(1 for ins in body[s:e] if re.match(r"^(st|vst)", ins[1]))
+            key = (8 * stores <= count, count)
             if count and (best is None or key > best[0]):
                 best = (key, s, e)
         for n, (_, s, e) in enumerate([best] if best else []):
