@@ -1,12 +1,12 @@
 // A batched Bahdanau step: several decoder states, each against its own encoded sequence and
 // valid length. The queries of all states are one GEMM (batch x dec_dim times W_dec). The scores
-// run in tasks over blocks of kKeys keys: each block's q + K tile takes one tanh call across all
-// its keys (the single step made a tanh call and a double dot product per key row), then each
-// key's dot with v in eight float lanes. Then a softmax per state over its valid keys and one
-// product per state for the context. Every sum's order is fixed by the shape, so the result is the
-// same on any thread count. The step's scratch (queries, scores, tiles) is reserved before any
-// output is written and comes from the thread's kept scratch or its bound workspace: no allocation
-// in the steady state.
+// run in tasks over blocks of keys (the tuning row's additive_keys_per_task): each block's q + K
+// tile takes one tanh call across all its keys (the single step made a tanh call and a double
+// dot product per key row), then each key's dot with v in eight float lanes. Then a softmax per
+// state over its valid keys and one product per state for the context. Every sum's order is
+// fixed by the shape, so the result is the same on any thread count and block size. The step's
+// scratch (queries, scores, tiles) is reserved before any output is written and comes from the
+// thread's kept scratch or its bound workspace: no allocation in the steady state.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -23,12 +23,10 @@
 #include "tessera/softmax.hpp"
 #include "threading.hpp"
 #include "tsan.hpp"
+#include "tuning.hpp"
 
 namespace tessera {
 namespace {
-
-// Keys per score task: a 128 x 256 tile is 128 KB, in L2 between the tanh and the dot.
-constexpr int64_t kKeys = 128;
 
 struct Batch {
   int64_t batch, enc_len, enc_dim, dec_dim, attn_dim;
@@ -103,12 +101,13 @@ void scores(const arch::SoftmaxKernels& k, const Batch& p, const float* query, i
 
 Status run(const Batch& p) {
   const arch::SoftmaxKernels& k = detail::active_table().softmax;
+  const int64_t per_task = detail::active_tuning().additive_keys_per_task;
   const int64_t B = p.batch, L = p.enc_len, A = p.attn_dim;
   // Queries (B x A) and scores (B x L) in this thread's scratch; a key tile per task.
   const size_t floats = size_t(B * A) + size_t(B * L);
   float* query = detail::thread_scratch(detail::ScratchSlot::additive).floats(floats);
   detail::gemm_split::TaskScratch tiles;
-  if (!query || !tiles.reserve(size_t(kKeys * std::max<int64_t>(A, 1)), true))
+  if (!query || !tiles.reserve(size_t(per_task * std::max<int64_t>(A, 1)), true))
     return detail::fail(Status::out_of_memory, "cannot allocate %zu floats of scratch", floats);
   float* e = query + B * A;
   if (A > 0)
@@ -116,10 +115,11 @@ Status run(const Batch& p) {
                         std::max<int64_t>(p.dec_dim, 1), p.w_dec, A, 0.0f, query, A));
   else
     std::fill(e, e + B * L, 0.0f);
-  const int64_t blocks = (L + kKeys - 1) / kKeys;
+  const int64_t blocks = (L + per_task - 1) / per_task;
   if (A > 0)
     detail::gemm_split::for_each_task(B * blocks, [&](int64_t t) {
-      const int64_t b = t / blocks, j0 = (t % blocks) * kKeys, j1 = std::min(p.len(b), j0 + kKeys);
+      const int64_t b = t / blocks, j0 = (t % blocks) * per_task,
+                    j1 = std::min(p.len(b), j0 + per_task);
       if (j1 > j0) tiles.with_slice([&](float* tile) { scores(k, p, query, b, j0, j1, tile, e); });
     });
   for (int64_t b = 0; b < B; ++b) {

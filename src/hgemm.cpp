@@ -1,11 +1,11 @@
 // Half-precision GEMM: C = f16(alpha op(A) op(B) + beta C), A, B and C f16. Two executors:
 //  - fp16 arithmetic (the table has HalfGemmKernels: FEAT_FP16 on AArch64): op(B) is packed whole
-//    into NR-column f16 panels, then tasks over a grid of C blocks (kBlockRows x kBlockPanels NR
-//    columns) pack their rows of op(A) into MR-row f16 panels and call the tile kernel over all
-//    of k into a float32 copy of their C block, rounded into C at the end. The kernel sums chunks
-//    of k in fp16 (twice the lanes of float32 per FMA: the point) and adds the chunks in float32
-//    (the bound in tessera.h). Each C element is one kernel call's, so C is the same for any
-//    thread count.
+//    into NR-column f16 panels, then tasks over a grid of C blocks (the tuning row's
+//    hgemm_block_rows x hgemm_block_panels NR columns) pack their rows of op(A) into MR-row f16
+//    panels and call the tile kernel over all of k into a float32 copy of their C block, rounded
+//    into C at the end. The kernel sums chunks of k in fp16 (twice the lanes of float32 per FMA:
+//    the point) and adds the chunks in float32 (the bound in tessera.h). Each C element is one
+//    kernel call's, so C is the same for any thread count and block size.
 //  - float32 arithmetic elsewhere: gemm_ex on the f16 operands (widened exactly as packed) into
 //    a float32 block of C rows, then rounded into C. Tighter than the fp16 bound, same contract.
 #include <tbb/blocked_range.h>
@@ -24,6 +24,7 @@
 #include "tessera/gemm.hpp"
 #include "threading.hpp"
 #include "tsan.hpp"
+#include "tuning.hpp"
 #include "verbose.hpp"
 
 namespace tessera {
@@ -31,10 +32,6 @@ namespace {
 
 using detail::gemm_split::line_floats;
 
-// A task's C block: 64 rows (8 panels of the 8-row tile) by 8 column panels; its A panels
-// (64 k halves: 128 KB at k = 1024) and one B panel (NR k halves) stay in L2 while the B panel is
-// reused across the block's rows.
-constexpr int64_t kBlockRows = 64, kBlockPanels = 8;
 // The float32 executor's C rows per gemm_ex call (its widened block of C).
 constexpr int64_t kWideRows = 256;
 
@@ -69,12 +66,14 @@ void scale_c(const arch::ConvertKernels& cv, const Problem& q) {
 
 Status fp16_arithmetic(const arch::KernelTable& t, const Problem& q) {
   const arch::HalfGemmKernels& h = t.hgemm;
-  const int64_t MR = h.mr, NR = h.nr, panels = (q.n + NR - 1) / NR, ldw = kBlockPanels * NR;
+  const detail::Tuning& tn = detail::active_tuning();
+  const int64_t block_rows = tn.hgemm_block_rows, block_panels = tn.hgemm_block_panels;
+  const int64_t MR = h.mr, NR = h.nr, panels = (q.n + NR - 1) / NR, ldw = block_panels * NR;
   const size_t b_halves = size_t(panels * NR * q.k);
-  const size_t a_floats = line_floats(size_t(kBlockRows * q.k + 1) / 2);
+  const size_t a_floats = line_floats(size_t(block_rows * q.k + 1) / 2);
   float* b_buf = detail::thread_scratch(detail::ScratchSlot::gemm_b).floats(b_halves / 2 + 1);
   detail::gemm_split::TaskScratch scratch;  // both reserved before any task writes C
-  if (b_buf == nullptr || !scratch.reserve(a_floats + size_t(kBlockRows * ldw), true))
+  if (b_buf == nullptr || !scratch.reserve(a_floats + size_t(block_rows * ldw), true))
     return detail::fail(Status::out_of_memory, "cannot allocate the packed f16 panels");
   auto* bp = static_cast<uint16_t*>(static_cast<void*>(b_buf));  // scratch is raw bytes
   detail::gemm_split::for_each_task(panels, [&](int64_t jp) {
@@ -85,11 +84,11 @@ Status fp16_arithmetic(const arch::KernelTable& t, const Problem& q) {
       std::fill(out + w, out + NR, uint16_t(0));
     }
   });
-  const int64_t row_blocks = (q.m + kBlockRows - 1) / kBlockRows;
-  const int64_t col_blocks = (panels + kBlockPanels - 1) / kBlockPanels;
+  const int64_t row_blocks = (q.m + block_rows - 1) / block_rows;
+  const int64_t col_blocks = (panels + block_panels - 1) / block_panels;
   detail::gemm_split::for_each_task(row_blocks * col_blocks, [&](int64_t task) {
-    const int64_t i0 = (task / col_blocks) * kBlockRows, rows = std::min(kBlockRows, q.m - i0);
-    const int64_t jp0 = (task % col_blocks) * kBlockPanels;
+    const int64_t i0 = (task / col_blocks) * block_rows, rows = std::min(block_rows, q.m - i0);
+    const int64_t jp0 = (task % col_blocks) * block_panels;
     const int64_t j0 = jp0 * NR, cols = std::min(ldw, q.n - j0);
     scratch.with_slice([&](float* slice) {
       auto* ap = static_cast<uint16_t*>(static_cast<void*>(slice));

@@ -81,6 +81,12 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // thread's share of L2). Results depend on the chunk: the same on every row.
   t.attention_decode_max_q = 8;
   t.attention_decode_chunk = 512;
+  // No x86 table has fp16 arithmetic (hgemm runs its float32 executor): arm-a76's numbers.
+  t.hgemm_block_rows = 64;
+  t.hgemm_block_panels = 8;
+  // A 128-key tile at attn_dim 256 is 128 KB, a quarter of the smallest L2 here (512 KB), in L2
+  // between the tanh and the dot products (not measured). Results do not depend on it.
+  t.additive_keys_per_task = 128;
   return t;
 }
 
@@ -113,6 +119,13 @@ Tuning arm_row(CpuClass c, const Caches& typical, double l2_core, double min_par
   t.attention_rows_per_tile = std::max<int64_t>(64, int64_t(l2_core / 1024));
   t.attention_decode_max_q = 8;    // as x86
   t.attention_decode_chunk = 512;  // as x86: results depend on it
+  // A task's packed A panels (rows x k halves) a quarter of the L2 a core has at k = 1024:
+  // 64 rows (128 KB) on 512 KB, 16 on 128 KB; 8 B panels (NR x k halves each). Only cores
+  // with FEAT_FP16 run it (arm-a76 here). Not measured; C does not depend on the blocks.
+  t.hgemm_block_rows = std::clamp<int64_t>(int64_t(l2_core / 4 / 2048) / 8 * 8, 8, 64);
+  t.hgemm_block_panels = 8;
+  // The q + K tile a quarter of that L2 at attn_dim 256, as on x86 (not measured).
+  t.additive_keys_per_task = std::clamp<int64_t>(int64_t(l2_core / 4 / 1024), 16, 128);
   return t;
 }
 

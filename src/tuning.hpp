@@ -36,6 +36,11 @@ struct Tuning {
   int64_t attention_rows_per_tile;  // stacked query rows of a prefill task
   int64_t attention_decode_max_q;   // up to this many queries split the keys into chunks
   int64_t attention_decode_chunk;   // keys per chunk (the merge order: fixes the results)
+  // fp16-arithmetic GEMM (src/hgemm.cpp): a task's block of C
+  int64_t hgemm_block_rows;    // rows (their packed A panels stay in L2)
+  int64_t hgemm_block_panels;  // NR-column panels (one B panel reused across the rows)
+  // Batched additive attention (src/additive_batch.cpp)
+  int64_t additive_keys_per_task;  // keys per score task (its q + K tile stays in L2)
 };
 
 const Tuning& tuning_row(CpuClass c);

@@ -192,6 +192,11 @@ TEST(Hardware, EveryClassHasATuningRow) {
     EXPECT_LE(row.mid_in_place_bytes, row.mid_operand_bytes) << name(CpuClass(i));
     EXPECT_LE(row.min_parallel_macs, row.min_parallel_macs_few_rows) << name(CpuClass(i));
     EXPECT_GT(row.softmax_stream_bytes, 0);
+    // Blocks of whole 8-row tiles, and score tasks of at least 16 keys.
+    EXPECT_GT(row.hgemm_block_rows, 0) << name(CpuClass(i));
+    EXPECT_EQ(row.hgemm_block_rows % 8, 0) << name(CpuClass(i));
+    EXPECT_GT(row.hgemm_block_panels, 0) << name(CpuClass(i));
+    EXPECT_GE(row.additive_keys_per_task, 16) << name(CpuClass(i));
   }
   CpuClass unused{};
   EXPECT_FALSE(tessera::detail::find_cpu_class("zen9", unused));
