@@ -14,6 +14,7 @@ namespace lanes {
 
 inline __attribute__((always_inline)) float32x4_t transpose_sum_isa(const float32x4_t* v) {
   float32x4_t w[2];  // w[i] = [a0 + a2, a1 + a3, b0 + b2, b1 + b3] of a = v[2i], b = v[2i + 1]
+#pragma GCC unroll 2
   for (int i = 0; i < 2; ++i) {
     const float32x4_t a = v[2 * i], b = v[2 * i + 1];
 #if defined(__aarch64__)

@@ -84,6 +84,9 @@ inline __attribute__((always_inline)) xsimd::batch<float, Arch> transpose_sum(
   using B = xsimd::batch<float, Arch>;
 #if TESSERA_LANES_ISA
   typename B::register_type r[B::size];
+  // Unrolled by pragma (here and in the ISA forms): a rolled copy kept the caller's accumulators
+  // in memory, and gemm_dot_nt_row on AArch64 stored them every k step.
+#pragma GCC unroll 16
   for (size_t i = 0; i < B::size; ++i) r[i] = v[i];
   return B(transpose_sum_isa(r));
 #else

@@ -45,10 +45,12 @@ inline __attribute__((always_inline)) R last_folds(const R* x) {
 inline __attribute__((always_inline)) __m512 transpose_sum_isa(const __m512* v) {
   constexpr int kOut[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
   __m512 w[8], x[4];
+#pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {  // 256-bit halves: [a.lo + a.hi, b.lo + b.hi]
     const __m512 a = v[kOut[i]], b = v[kOut[i + 8]];
     w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
   }
+#pragma GCC unroll 8
   for (int i = 0; i < 4; ++i)  // 128-bit quarters of each half
     x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(w[i], w[i + 4], 0x88),
                          _mm512_shuffle_f32x4(w[i], w[i + 4], 0xDD));
@@ -60,6 +62,7 @@ inline __attribute__((always_inline)) __m512 transpose_sum_isa(const __m512* v) 
 inline __attribute__((always_inline)) __m256 transpose_sum_isa(const __m256* v) {
   constexpr int kOut[8] = {0, 2, 1, 3, 4, 6, 5, 7};
   __m256 w[4];
+#pragma GCC unroll 8
   for (int i = 0; i < 4; ++i) {  // 128-bit halves
     const __m256 a = v[kOut[i]], b = v[kOut[i + 4]];
     w[i] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
