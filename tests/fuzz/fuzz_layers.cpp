@@ -12,10 +12,15 @@
 
 namespace {
 
-// Whether float32 rounding decides a state's scores: an infinite v_a against a q_a + K_ja within
-// a float32 sum's error of 0 (q = dec W_dec; an absolute 2^-149 a product for underflow). The
-// reference's double sum and the layer's float one may then differ in sign or in being 0, and
-// the score is +inf, -inf or NaN (inf * 0).
+// Whether a float32 sum of n terms whose exact value is `sum` (their magnitudes adding to `mag`)
+// may round to 0 or to either sign: within n + 1 roundings of 2^-24 of mag, and 2^-149 a term for
+// underflow. Against an infinite factor it is then NaN, +inf or -inf by the rounding alone.
+bool rounds_either_way(double sum, double mag, int64_t n) {
+  return std::fabs(sum) <= double(n + 1) * 0x1p-24 * mag + double(n) * 0x1p-149;
+}
+
+// Whether float32 rounding decides a state's scores: an infinite v_a against q_a + K_ja (q =
+// dec W_dec) that rounds either way.
 bool additive_undetermined(int64_t len, int64_t dec_dim, int64_t attn_dim, const float* keys,
                            const float* dec, const float* w_dec, const float* v) {
   for (int64_t a = 0; a < attn_dim; ++a) {
@@ -28,9 +33,7 @@ bool additive_undetermined(int64_t len, int64_t dec_dim, int64_t attn_dim, const
     if (!std::isfinite(q)) continue;  // tanh(+-inf) = +-1; NaN stays NaN
     for (int64_t j = 0; j < len; ++j) {
       const double k = keys[j * attn_dim + a];
-      if (std::fabs(q + k) <=
-          double(dec_dim + 2) * 0x1p-24 * (mag + std::fabs(k)) + double(dec_dim) * 0x1p-149)
-        return true;
+      if (rounds_either_way(q + k, mag + std::fabs(k), dec_dim + 1)) return true;
     }
   }
   return false;
@@ -135,9 +138,9 @@ bool beyond_rounding(tessera_dtype t, const void* a, const void* b, size_t n, do
 }
 
 // The output rows (b, i) whose value float32 rounding decides: a query component that is
-// infinite against a new key's component that cancels to within a float32 sum's error of 0. The
-// reference's exact 0 makes the score NaN; the layer's float sum may leave a tiny key of either
-// sign, and so a score of +inf or -inf. (Queries are bounded or non-finite: no other overflow.)
+// infinite against a new key's component that rounds either way. The reference's exact 0 makes
+// the score NaN; the layer's float sum may leave a tiny key of either sign, and so a score of
+// +inf or -inf. (Queries are bounded or non-finite: no other overflow.)
 std::vector<bool> undetermined_rows(const tessera_mha_desc& d, const float* x) {
   const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim;
   const int64_t Hq = d.q_heads, Hk = d.kv_heads, Mq = d.q_in_dim, Mk = d.kv_in_dim;
@@ -153,8 +156,7 @@ std::vector<bool> undetermined_rows(const tessera_mha_desc& d, const float* x) {
           const double term = double(x[(b * Lkv + t) * Mk + p]) * w(d.w_k, p * Hk * D + col);
           sum += term, mag += std::fabs(term);
         }
-        if (mag > 0 && std::fabs(sum) <= double(Mk + 1) * 0x1p-24 * mag)
-          near0[size_t(b * Hk * D + col)] = true;
+        if (mag > 0 && rounds_either_way(sum, mag, Mk)) near0[size_t(b * Hk * D + col)] = true;
       }
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < Lq; ++i)
@@ -332,9 +334,10 @@ void mha(fz::Bytes& in) {
     for (int64_t r = 0; r < batch * q_len; ++r) {
       if (!undetermined[size_t(r)]) continue;
       std::copy_n(out.data() + r * model, model, ref.data() + r * model);
-      for (int64_t h = 0; h < Hq && d.lse; ++h)
-        rlse[size_t((r / q_len * Hq + h) * q_len + r % q_len)] =
-            lse[size_t((r / q_len * Hq + h) * q_len + r % q_len)];
+      for (int64_t h = 0; h < Hq && d.lse; ++h) {
+        const size_t at = size_t((r / q_len * Hq + h) * q_len + r % q_len);  // [b][h][i]
+        rlse[at] = lse[at];
+      }
     }
   }
   fz::expect_close(out.data(), ref.data(), size_t(batch * q_len * model), 1e-4, "mha out");
