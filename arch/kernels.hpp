@@ -134,7 +134,7 @@ struct GemmKernels {
   // As wide, with one or two rows prefetching B's lines kWideBAheadRows k steps ahead
   // (gemm_ukernel.hpp; more rows: wide's own kernels), for a B streamed from L3 or memory. The
   // planner takes them where the tuning row's prefetch_streamed_b is set (cores with the load
-  // slots for them) and a thread's share of B is past L2 (src/gemm_plan.cpp).
+  // slots for them) and a thread's share of B is past L2 (src/gemm/gemm_plan.cpp).
   GemmStridedFn wide_prefetching[kMaxWideRows + 1][kWideWidths];
   // [r]: r <= kMaxWideRows rows of A against a B beyond L2, n whole vectors.
   GemmStreamFn rows_stream[kMaxWideRows + 1];
@@ -281,7 +281,7 @@ struct KernelTable {
   ConvertKernels convert;
 };
 
-// Defined only where the build compiles the ISA; src/dispatch.cpp decides which exist.
+// Defined only where the build compiles the ISA; src/runtime/dispatch.cpp decides which exist.
 const KernelTable& avx512_table();
 const KernelTable& avx2_table();
 const KernelTable& sse2_table();

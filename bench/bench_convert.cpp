@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "../src/dispatch.hpp"
 #include "harness.hpp"
+#include "src/runtime/dispatch.hpp"
 #include "tessera/convert.hpp"
 
 namespace bench {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "../src/dispatch.hpp"
 #include "harness.hpp"
+#include "src/runtime/dispatch.hpp"
 
 namespace bench {
 

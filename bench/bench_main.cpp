@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "../arch/kernels.hpp"
-#include "../src/dispatch.hpp"
+#include "arch/kernels.hpp"
 #include "harness.hpp"
 #include "peers.hpp"
+#include "src/runtime/dispatch.hpp"
 #include "tessera/threading.hpp"
 
 namespace bench {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "../src/dispatch.hpp"
 #include "harness.hpp"
+#include "src/runtime/dispatch.hpp"
 #include "tessera/threading.hpp"
 
 namespace bench {

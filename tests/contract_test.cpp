@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/threading.hpp"
+#include "src/runtime/threading.hpp"
 #include "tessera/tessera.h"
 #include "test_util.hpp"
 

@@ -11,8 +11,8 @@
 #include <limits>
 #include <vector>
 
-#include "src/dispatch.hpp"
-#include "src/registry.hpp"
+#include "src/runtime/dispatch.hpp"
+#include "src/runtime/registry.hpp"
 #include "tessera/convert.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"

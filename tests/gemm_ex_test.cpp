@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gemm_tester.hpp"
-#include "src/check.hpp"
-#include "src/dispatch.hpp"
+#include "src/runtime/check.hpp"
+#include "src/runtime/dispatch.hpp"
 #include "tessera/convert.hpp"
 #include "tessera/tessera.h"
 

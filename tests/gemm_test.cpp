@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "gemm_tester.hpp"
-#include "src/dispatch.hpp"
+#include "src/runtime/dispatch.hpp"
 
 using tessera::Transpose;
 
@@ -179,7 +179,7 @@ TEST_P(Gemm, SmallTilesOfTheTable) {
 }
 
 // Small products through the small tiles in each of their forms (small_tiles_form in
-// src/gemm_driver.cpp): B read in place (whole panels, k rows within L1, rows split across
+// src/gemm/gemm_driver.cpp): B read in place (whole panels, k rows within L1, rows split across
 // threads), B or B^T packed a panel at a time (panels split across threads), and the MR x NR
 // tiles where neither applies (a partial panel of B, panels that do not divide among the
 // threads, a packed panel past L1 at k = 200). Both values of the tuning row's small_b_in_place on

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "src/gemm_plan.hpp"
+#include "src/gemm/gemm_plan.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "src/dispatch.hpp"
-#include "src/hardware.hpp"
-#include "src/tuning.hpp"
+#include "src/runtime/dispatch.hpp"
+#include "src/runtime/hardware.hpp"
+#include "src/runtime/tuning.hpp"
 
 namespace {
 

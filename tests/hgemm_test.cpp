@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "src/dispatch.hpp"
+#include "src/runtime/dispatch.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.h"

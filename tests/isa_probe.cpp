@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "src/hardware.hpp"
-#include "src/tuning.hpp"
+#include "src/runtime/hardware.hpp"
+#include "src/runtime/tuning.hpp"
 #include "tessera/tessera.h"
 
 int main(int argc, char** argv) {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "arch/common/blocking.hpp"
-#include "src/attention_plan.hpp"
-#include "src/gemm_plan.hpp"
+#include "src/attention/attention_plan.hpp"
+#include "src/gemm/gemm_plan.hpp"
 
 namespace {
 

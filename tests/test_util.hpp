@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "src/dispatch.hpp"
+#include "src/runtime/dispatch.hpp"
 #include "tessera/threading.hpp"
 
 namespace tt {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "arch/kernels.hpp"
-#include "src/dispatch.hpp"
+#include "src/runtime/dispatch.hpp"
 #include "test_util.hpp"
 
 namespace {

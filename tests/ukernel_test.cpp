@@ -1,9 +1,9 @@
 // One tester per GEMM micro-kernel family, run over every registered kernel of every table this
-// CPU runs (src/registry.hpp): each kernel called directly on the edge lattice of its contract
-// (arch/common/gemm_ukernel.hpp, gemm_dot.hpp) - k from 0 past the prefetch distance, column
-// counts at the vector edges, A packed, row-major or transposed, padded strides, beta = 0 over a
-// NaN-poisoned C, and a guard band around C that must come back untouched. Registering a kernel
-// in a table is what puts it under test.
+// CPU runs (src/runtime/registry.hpp): each kernel called directly on the edge lattice of its
+// contract (arch/common/gemm_ukernel.hpp, gemm_dot.hpp) - k from 0 past the prefetch distance,
+// column counts at the vector edges, A packed, row-major or transposed, padded strides, beta = 0
+// over a NaN-poisoned C, and a guard band around C that must come back untouched. Registering a
+// kernel in a table is what puts it under test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "src/dispatch.hpp"
-#include "src/registry.hpp"
+#include "src/runtime/dispatch.hpp"
+#include "src/runtime/registry.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 

@@ -1,6 +1,6 @@
 // The neon64_v82 table's bf16 dot-product kernels (FEAT_BF16: BFDOT), compiled with +bf16 on top
-// of that table's flags (CMakeLists.txt) and added to it by src/dispatch.cpp where HWCAP2 has
-// bf16 (Neoverse V1 / N2, Cortex-A510 / A710 and later); apart, so that nothing else in the
+// of that table's flags (CMakeLists.txt) and added to it by src/runtime/dispatch.cpp where HWCAP2
+// has bf16 (Neoverse V1 / N2, Cortex-A510 / A710 and later); apart, so that nothing else in the
 // table is compiled for it.
 #include <utility>
 

@@ -1,6 +1,6 @@
 // The neon64_v82 kernel table: ARMv8.2-A with FEAT_FP16 and dotprod (Cortex-A55, A76 and later,
 // Neoverse N1), compiled with -march=armv8.2-a+fp16+dotprod (CMakeLists.txt) and chosen where
-// HWCAP has asimdhp and asimddp (src/dispatch.cpp). Its fp32 kernels are neon64's templates
+// HWCAP has asimdhp and asimddp (src/runtime/dispatch.cpp). Its fp32 kernels are neon64's templates
 // rebuilt for v8.2, in a namespace of their own (kernel_ns.hpp); the half-precision and
 // dot-product kernels join it with their element types, and tessera_hgemm's fp16-arithmetic tile.
 #include "../common/table.hpp"

@@ -70,7 +70,7 @@ constexpr int dot16_cols_of(const GemmBlocking& g) {
 //   MC 224 254.2 / 248.1. Nothing beat the table.
 //   Small products with B^T (one thread): 4 x 64 tiles, 16 accumulators, 4 broadcasts and 4 B
 //   loads per 16 FMAs; a 64^3 product is 16 of them, all whole, where 14 x 32 leaves an 8-row
-//   tail (gemm_small_tiles in src/gemm_driver.cpp has the measurements).
+//   tail (gemm_small_tiles in src/gemm/gemm_driver.cpp has the measurements).
 //   Small products with B in whole 64-column panels read B in place with the same tiles only
 //   on AMD (GemmKernels::small_b_in_place). Their 4 B loads per 16 FMAs each straddle two lines
 //   when B starts 16 bytes past one; Zen loads such a vector at the cost of one, Intel at the
@@ -83,14 +83,14 @@ constexpr int dot16_cols_of(const GemmBlocking& g) {
 //   -> 160.0. n = 96 or 100 (a partial panel) gained nothing, and n = 32 lost half (a padded panel
 //   doubles the work), so partial panels keep the MR x NR tiles. A B whose k rows span past L1
 //   (128^3 on Zen 5: 196 GFLOP/s in place) is packed a panel at a time instead (256;
-//   small_tiles_form in src/gemm_driver.cpp has the measurements). Past the small products,
+//   small_tiles_form in src/gemm/gemm_driver.cpp has the measurements). Past the small products,
 //   k <= 128 with A within 2 MB takes the same packed panels (attention's 4096 x 4096 x 64
 //   scores among them; measurements there too).
 inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4, 48, 0, 0, 0, 4};
 
 // AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,
 // and small products on one thread with B past L1 (the choice: blocked_kernels and gemm_run in
-// src/gemm_driver.cpp).
+// src/gemm/gemm_driver.cpp).
 //   6 x 64: 24 accumulators + 4 B vectors + 1 broadcast = 29 zmm; per k step 4 loads and 6
 //   broadcasts feed 24 FMAs (0.42 loads per FMA, against 0.57 for 14 x 32), and a tile's C
 //   rows are 6 x 256 contiguous bytes.

@@ -198,7 +198,7 @@ struct ARowsFetchingNext : ARows<R> {
 // Always inlined, so the packed entry point gets its strides as constants and a loop with
 // nothing but two pointer bumps beyond the loads and FMAs.
 // l2_next, l2_lines: lines to prefetch into L2 during the k loop, one per step (TileRun): the
-// B micro-panel a run of tiles down a column reads next (src/gemm_driver.cpp). A tile that met
+// B micro-panel a run of tiles down a column reads next (src/gemm/gemm_driver.cpp). A tile that met
 // a 256 KB panel fresh from L3 took ~4x the others' time (the kernel's own prefetches, 16
 // steps ahead, cover L3's latency but not its bandwidth for 256 B per step); fetched a line per
 // step over the previous column's tiles it arrives at ~5 B per cycle beside the panel in use.
@@ -254,9 +254,9 @@ TESSERA_ALWAYS_INLINE void ukernel_body(int64_t kc, AWalk a, const float* b, int
 
 // One or two rows (the wide kernels of decode's P V, B read once as one sequential stream)
 // prefetch B this many k steps ahead in the table's wide_prefetching kernels (taken where the
-// tuning row says so: src/tuning.cpp), none in its wide ones. x86-zen4 lost with them: its load
-// slots were the bound, and eight prefetches per k step beside eight B loads took half of them (1 x
-// 128 x 4096, 1 thread, GFLOP/s with 16 steps -> without: 34.4 -> 45.2; 2 x 128 x 4096 59.2
+// tuning row says so: src/runtime/tuning.cpp), none in its wide ones. x86-zen4 lost with them: its
+// load slots were the bound, and eight prefetches per k step beside eight B loads took half of them
+// (1 x 128 x 4096, 1 thread, GFLOP/s with 16 steps -> without: 34.4 -> 45.2; 2 x 128 x 4096 59.2
 // -> 61.3). x86-zen5 gains: the hardware prefetcher alone fed ~110 GB/s of the ~130 that L3 gives
 // one core (a plain load loop over 2 MB: 122 GB/s, 132 with prefetches 1-4 KB ahead). A standalone
 // 1 x 128 x 4096 loop, B 16 bytes off a line: none 55.5 GFLOP/s; 1, 2, 4, 8 steps ahead 64.5-65.1;

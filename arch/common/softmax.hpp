@@ -1,7 +1,7 @@
 // Softmax row kernels, written once over the xsimd arch.
 //
 // Contract: n >= 0 contiguous floats; scale > 0 (finite). Special values are not decided here:
-// the kernels return per-row (max, sum) and the driver (src/softmax.cpp) classifies the row
+// the kernels return per-row (max, sum) and the driver (src/softmax/softmax.cpp) classifies the row
 // (NaN anywhere -> the sum is NaN; max = +inf -> mass on the +inf entries; max = -inf -> empty).
 // Every sum is reduced in an order fixed by n alone.
 //

@@ -1,6 +1,6 @@
 // The avx512 table's bf16 dot-product kernels, compiled with AVX512_BF16 on top of the avx512
-// flags (CMakeLists.txt) and added to the table by src/dispatch.cpp where CPUID has that feature;
-// apart, so that nothing in the rest of the table is compiled for it.
+// flags (CMakeLists.txt) and added to the table by src/runtime/dispatch.cpp where CPUID has that
+// feature; apart, so that nothing in the rest of the table is compiled for it.
 #include "gemm_bf16_dot_avx512.hpp"
 
 #include <utility>

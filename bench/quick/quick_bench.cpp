@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/dispatch.hpp"
+#include "src/runtime/dispatch.hpp"
 #include "tessera/tessera.h"
 
 namespace {

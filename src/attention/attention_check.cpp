@@ -1,0 +1,130 @@
+#include "attention/attention_check.hpp"
+
+namespace tessera::detail {
+namespace {
+
+Status check_strides(const char* name, const int64_t* strides, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (strides[i] < 0)
+      return fail(Status::invalid_argument, "%s[%d] = %lld must be >= 0", name, i,
+                  (long long)strides[i]);
+  }
+  return Status::ok;
+}
+
+}  // namespace
+
+// The elements each tensor of the call spans (0 for one that is not read or written).
+struct Spans {
+  int64_t q = 0, k = 0, v = 0, o = 0, bias = 0, mask = 0, lse = 0;
+};
+
+Status spans_of(const tessera_attention_desc& d, Spans& s) {
+  const bool queries = d.batch > 0 && d.q_len > 0 && d.q_heads > 0;
+  const int64_t rows = queries ? d.batch : 0;  // nothing is read without queries
+  auto span = [&](const char* name, const int64_t* st, int64_t heads, int64_t len, int64_t dim,
+                  size_t bytes, int64_t& out) {
+    const int64_t strides[4] = {st[0], st[1], st[2], 1}, extents[4] = {rows, heads, len, dim};
+    return tensor_span(name, strides, extents, 4, bytes, out);
+  };
+  const size_t kb = dtype_bytes(DType(d.k_type)), vb = dtype_bytes(DType(d.v_type));
+  TESSERA_CHECK(span("q", d.q_stride, d.q_heads, d.q_len, d.head_dim, 4, s.q));
+  TESSERA_CHECK(span("k", d.k_stride, d.kv_heads, d.kv_len, d.head_dim, kb, s.k));
+  TESSERA_CHECK(span("v", d.v_stride, d.kv_heads, d.kv_len, d.value_dim, vb, s.v));
+  TESSERA_CHECK(span("o", d.o_stride, d.q_heads, d.q_len, d.value_dim, 4, s.o));
+  const int64_t score_extents[4] = {rows, d.q_heads, d.q_len, d.kv_len};
+  if (d.bias)
+    TESSERA_CHECK(
+        tensor_span("desc->bias", d.bias_stride, score_extents, 4, sizeof(float), s.bias));
+  if (d.mask) TESSERA_CHECK(tensor_span("desc->mask", d.mask_stride, score_extents, 4, 1, s.mask));
+  if (d.lse) {
+    int64_t per_batch;
+    if (!mul_ok(d.q_heads, d.q_len, per_batch))
+      return fail(Status::invalid_argument, "desc->lse: the sizes overflow 64 bits");
+    const int64_t strides[3] = {per_batch, d.q_len, 1}, extents[3] = {rows, d.q_heads, d.q_len};
+    TESSERA_CHECK(tensor_span("desc->lse", strides, extents, 3, sizeof(float), s.lse));
+  }
+  return Status::ok;
+}
+
+Status check_attention(const tessera_attention_desc& d, const float* q, const void* k,
+                       const void* v, const float* o, bool tensors) {
+  TESSERA_CHECK(check_nonneg("desc->batch", d.batch));
+  TESSERA_CHECK(check_nonneg("desc->q_heads", d.q_heads));
+  TESSERA_CHECK(check_nonneg("desc->kv_heads", d.kv_heads));
+  TESSERA_CHECK(check_nonneg("desc->q_len", d.q_len));
+  TESSERA_CHECK(check_nonneg("desc->kv_len", d.kv_len));
+  TESSERA_CHECK(check_positive("desc->head_dim", d.head_dim));
+  TESSERA_CHECK(check_positive("desc->value_dim", d.value_dim));
+  if (d.kv_heads == 0 && d.q_heads > 0)
+    return fail(Status::invalid_argument, "desc->kv_heads = 0 but q_heads = %lld",
+                (long long)d.q_heads);
+  if (d.kv_heads > 0 && d.q_heads % d.kv_heads != 0)
+    return fail(Status::invalid_argument,
+                "desc->q_heads = %lld is not a multiple of kv_heads = %lld", (long long)d.q_heads,
+                (long long)d.kv_heads);
+  TESSERA_CHECK(check_finite("desc->scale", d.scale));
+  TESSERA_CHECK(check_dtype("desc->k_type", DType(d.k_type)));
+  TESSERA_CHECK(check_dtype("desc->v_type", DType(d.v_type)));
+  TESSERA_CHECK(check_strides("desc->q_stride", d.q_stride, 3));
+  TESSERA_CHECK(check_strides("desc->k_stride", d.k_stride, 3));
+  TESSERA_CHECK(check_strides("desc->v_stride", d.v_stride, 3));
+  TESSERA_CHECK(check_strides("desc->o_stride", d.o_stride, 3));
+  const int64_t o_strides[4] = {d.o_stride[0], d.o_stride[1], d.o_stride[2], 1};
+  const int64_t o_extents[4] = {d.batch, d.q_heads, d.q_len, d.value_dim};
+  TESSERA_CHECK(check_no_self_overlap("desc->o_stride", o_strides, o_extents, 4));
+  if (d.causal != 0 && d.causal != 1)
+    return fail(Status::invalid_argument, "desc->causal = %d must be 0 or 1", d.causal);
+  if (d.align != TESSERA_ALIGN_TOP_LEFT && d.align != TESSERA_ALIGN_BOTTOM_RIGHT)
+    return fail(Status::invalid_argument, "desc->align = %d is not a tessera_align",
+                static_cast<int>(d.align));
+  if (d.window_left < -1)
+    return fail(Status::invalid_argument, "desc->window_left = %lld must be >= -1",
+                (long long)d.window_left);
+  if (d.window_right < -1)
+    return fail(Status::invalid_argument, "desc->window_right = %lld must be >= -1",
+                (long long)d.window_right);
+  if (!(d.softcap >= 0.0f) || !std::isfinite(d.softcap))
+    return fail(Status::invalid_argument, "desc->softcap = %g must be finite and >= 0", d.softcap);
+  if (d.bias) TESSERA_CHECK(check_strides("desc->bias_stride", d.bias_stride, 4));
+  if (d.mask) TESSERA_CHECK(check_strides("desc->mask_stride", d.mask_stride, 4));
+  if (d.kv_lens) {
+    for (int64_t b = 0; b < d.batch; ++b) {
+      if (d.kv_lens[b] < 0 || d.kv_lens[b] > d.kv_len)
+        return fail(Status::invalid_argument,
+                    "desc->kv_lens[%lld] = %d is outside [0, kv_len = %lld]", (long long)b,
+                    d.kv_lens[b], (long long)d.kv_len);
+    }
+  }
+  if (d.alibi_slopes) {
+    for (int64_t h = 0; h < d.q_heads; ++h) {
+      if (!std::isfinite(d.alibi_slopes[h]))
+        return fail(Status::invalid_argument, "desc->alibi_slopes[%lld] = %g must be finite",
+                    (long long)h, d.alibi_slopes[h]);
+    }
+  }
+  Spans s;
+  TESSERA_CHECK(spans_of(d, s));
+  if (!tensors) return Status::ok;
+  const bool queries = s.o > 0;
+  TESSERA_CHECK(check_ptr("q", q, queries));
+  TESSERA_CHECK(check_ptr("k", k, s.k > 0));
+  TESSERA_CHECK(check_ptr("v", v, s.v > 0));
+  TESSERA_CHECK(check_ptr("o", o, queries));
+  const int64_t rows = queries ? d.batch : 0;
+  const Region inputs[] = {
+      region("q", q, s.q, 4),
+      region("k", k, s.k, dtype_bytes(DType(d.k_type))),
+      region("v", v, s.v, dtype_bytes(DType(d.v_type))),
+      region("desc->bias", d.bias, s.bias, 4),
+      region("desc->mask", d.mask, s.mask, 1),
+      region("desc->kv_lens", d.kv_lens, rows, sizeof(int32_t)),
+      region("desc->alibi_slopes", d.alibi_slopes, queries ? d.q_heads : 0, 4)};
+  const Region lse = region("desc->lse", d.lse, s.lse, 4);
+  const Region out = region("o", o, s.o, 4);
+  for (const Region& in : inputs) TESSERA_CHECK(check_disjoint(out, {in, lse}));
+  for (const Region& in : inputs) TESSERA_CHECK(check_disjoint(lse, {in}));
+  return Status::ok;
+}
+
+}  // namespace tessera::detail

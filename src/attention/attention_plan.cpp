@@ -1,0 +1,47 @@
+// The attention planner's rules, first match wins.
+#include "attention/attention_plan.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tessera::detail {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int64_t mr,
+                             const Tuning& tn, int threads) {
+  AttentionPlan plan;
+  // Few queries against many keys: too few query rows to feed the threads, so the keys split
+  // into fixed chunks (flash-decoding).
+  if (d.q_len <= tn.attention_decode_max_q && d.kv_len > tn.attention_decode_chunk) {
+    plan.path = AttentionPath::decode_split_kv;
+    plan.rule = "decode-split-kv";
+    plan.chunk = tn.attention_decode_chunk;
+    plan.chunks = std::max<int64_t>(1, ceil_div(d.kv_len, plan.chunk));
+    return plan;
+  }
+  plan.rule = "prefill-key-tiles";
+  // About attention_rows_per_tile stacked rows, a whole number of MR panels where the group
+  // allows (512 rows with MR = 14 would leave an 8-row panel running at 8/14 of the kernel's
+  // rate). The blocks are then evened out (256 query rows were one block of 252 and one of 4: a
+  // task that packed every K tile for 4 rows), still a whole number of MR panels.
+  const int64_t target = std::max<int64_t>(mr, tn.attention_rows_per_tile / mr * mr);
+  const int64_t bq_max = std::max<int64_t>(1, target / group);
+  const int64_t unit = mr / std::gcd(mr, group);  // bq multiple of this: rows multiple of MR
+  // (Up to a quarter over the target stays one block: 256 query rows as 2 blocks packed every
+  // K and V tile twice.)
+  int64_t blocks = d.q_len <= bq_max + bq_max / 4 ? 1 : ceil_div(d.q_len, bq_max);
+  // At least a task per thread when the batch and heads alone do not give that many.
+  blocks = std::max(blocks, std::min(ceil_div(threads, std::max<int64_t>(1, d.batch * d.kv_heads)),
+                                     ceil_div(std::max<int64_t>(d.q_len, 1), unit)));
+  int64_t bq = ceil_div(std::max<int64_t>(d.q_len, 1), blocks);
+  if (blocks > 1) bq = std::min(bq_max, ceil_div(bq, unit) * unit);
+  plan.bq = bq;
+  plan.q_blocks = ceil_div(d.q_len, bq);
+  return plan;
+}
+
+}  // namespace tessera::detail

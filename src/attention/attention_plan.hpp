@@ -1,0 +1,33 @@
+// The fused attention's planner: a pure function of the problem's shape, the tile's row count,
+// the tuning row and the thread count to a plan (the path, the rule that chose it, and how the
+// work splits into tasks). src/attention/flash_attention.cpp carries the plan out and tests no
+// threshold.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/tuning.hpp"
+#include "tessera/attention.hpp"
+
+namespace tessera::detail {
+
+enum class AttentionPath : uint8_t {
+  prefill_key_tiles,  // a task per (batch, kv head, block of queries), over every key tile
+  decode_split_kv,    // a task per (batch, kv head, chunk of keys), the chunks then merged
+};
+
+struct AttentionPlan {
+  AttentionPath path = AttentionPath::prefill_key_tiles;
+  const char* rule = "";
+  // prefill_key_tiles: query positions per task (its rows: group x bq) and blocks per head.
+  int64_t bq = 0, q_blocks = 0;
+  // decode_split_kv: keys per chunk (a function of kv_len and the row alone: the merge order,
+  // and so the results, never depend on the thread count) and chunks per head.
+  int64_t chunk = 0, chunks = 0;
+};
+
+// group: query heads per kv head; mr: the rows of the table's GEMM tile.
+AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int64_t mr,
+                             const Tuning& tn, int threads);
+
+}  // namespace tessera::detail

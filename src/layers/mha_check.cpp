@@ -1,0 +1,179 @@
+// Checks of the multi-head attention layer's descriptor and arrays (mha_check.hpp).
+#include "layers/mha_check.hpp"
+
+#include "attention/attention_check.hpp"
+
+namespace tessera::detail {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+DType cache_type(const MhaDesc& d) { return DType(d.cache_type); }
+
+Status counts_of(const MhaDesc& d, MhaCounts& c) {
+  TESSERA_CHECK(checked_count("desc->q_heads", {d.q_heads, d.head_dim}, c.qd));
+  TESSERA_CHECK(checked_count("desc->kv_heads", {d.kv_heads, d.head_dim}, c.kd));
+  TESSERA_CHECK(checked_count("desc->kv_heads", {d.kv_heads, d.value_dim}, c.vd));
+  TESSERA_CHECK(checked_count("desc->w_q", {d.q_in_dim, c.qd}, c.w_q));
+  TESSERA_CHECK(checked_count("desc->w_k", {d.kv_in_dim, c.kd}, c.w_k));
+  TESSERA_CHECK(checked_count("desc->w_v", {d.kv_in_dim, c.vd}, c.w_v));
+  TESSERA_CHECK(checked_count("desc->w_o", {d.q_heads, d.value_dim, d.out_dim}, c.w_o));
+  TESSERA_CHECK(checked_count("x_q", {d.batch, d.q_len, d.q_in_dim}, c.x_q));
+  TESSERA_CHECK(checked_count("x_kv", {d.batch, d.kv_len, d.kv_in_dim}, c.x_kv));
+  TESSERA_CHECK(checked_count("out", {d.batch, d.q_len, d.out_dim}, c.out));
+  TESSERA_CHECK(checked_count("desc->q_len", {d.batch, d.q_len, c.qd}, c.q));
+  TESSERA_CHECK(checked_count("desc->q_len", {d.batch, d.q_len, d.q_heads, d.value_dim}, c.o));
+  if (d.lse) TESSERA_CHECK(checked_count("desc->lse", {d.batch, d.q_heads, d.q_len}, c.lse));
+  // One sequence's extents, the attention's batch strides: in range even when batch is 0.
+  int64_t per_sequence;
+  TESSERA_CHECK(checked_count("desc->q_len", {d.q_len, d.q_heads, d.head_dim}, per_sequence));
+  TESSERA_CHECK(checked_count("desc->q_len", {d.q_len, d.q_heads, d.value_dim}, per_sequence));
+  TESSERA_CHECK(checked_count("desc->kv_len", {d.kv_len, c.kd}, per_sequence));
+  TESSERA_CHECK(checked_count("desc->kv_len", {d.kv_len, c.vd}, per_sequence));
+  if (d.k_cache) {
+    TESSERA_CHECK(checked_count("desc->cache_capacity", {d.cache_capacity, c.kd}, per_sequence));
+    TESSERA_CHECK(checked_count("desc->cache_capacity", {d.cache_capacity, c.vd}, per_sequence));
+  }
+  if (d.k_cache) {
+    TESSERA_CHECK(
+        checked_count("desc->cache_capacity", {d.batch, d.cache_capacity, c.kd}, c.cache_k));
+    TESSERA_CHECK(
+        checked_count("desc->cache_capacity", {d.batch, d.cache_capacity, c.vd}, c.cache_v));
+  }
+  TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.kd}, c.kv_k));
+  TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.vd}, c.kv_v));
+  if (d.k_cache) {
+    const int64_t per = 4 / int64_t(dtype_bytes(cache_type(d)));  // elements per float
+    c.save_k = (c.kv_k + per - 1) / per, c.save_v = (c.kv_v + per - 1) / per;
+  }
+  if (mha_workspace_bytes(c) == 0)
+    return fail(Status::invalid_argument,
+                "desc: the workspace (%lld + %lld floats and more) does not fit in size_t",
+                (long long)c.q, (long long)c.o);
+  return Status::ok;
+}
+
+Status check_layer_fields(const MhaDesc& d) {
+  TESSERA_CHECK(check_positive("desc->q_in_dim", d.q_in_dim));
+  TESSERA_CHECK(check_positive("desc->kv_in_dim", d.kv_in_dim));
+  TESSERA_CHECK(check_positive("desc->out_dim", d.out_dim));
+  TESSERA_CHECK(check_positive("desc->q_heads", d.q_heads));
+  TESSERA_CHECK(check_positive("desc->kv_heads", d.kv_heads));
+  TESSERA_CHECK(check_positive("desc->head_dim", d.head_dim));
+  TESSERA_CHECK(check_positive("desc->value_dim", d.value_dim));
+  if (d.q_heads % d.kv_heads != 0)
+    return fail(Status::invalid_argument,
+                "desc->q_heads = %lld is not a multiple of kv_heads = %lld", (long long)d.q_heads,
+                (long long)d.kv_heads);
+  return check_dtype("desc->weight_type", DType(d.weight_type));
+}
+
+}  // namespace
+
+size_t mha_workspace_bytes(const MhaCounts& c) {
+  uint64_t total = kAlign;
+  for (int64_t floats : {c.q, c.kv_k, c.kv_v, c.o, c.lse, c.save_k, c.save_v})
+    total += (uint64_t(floats) * 4 + kAlign - 1) / kAlign * kAlign;  // each < 2^63 / 4: no wrap
+  return total <= SIZE_MAX ? size_t(total) : 0;
+}
+
+tessera_attention_desc mha_attention_desc(const MhaDesc& d) {
+  const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim;
+  const int64_t Hq = d.q_heads, Hk = d.kv_heads, cap = d.cache_capacity;
+  tessera_attention_desc a{};
+  a.batch = B, a.q_heads = Hq, a.kv_heads = Hk, a.q_len = Lq, a.head_dim = D, a.value_dim = Dv;
+  a.kv_len = d.k_cache ? d.cache_len + Lkv : Lkv;
+  // Queries and outputs are [batch][seq][head][dim] rows of the projection GEMMs; so are keys
+  // and values without a cache; with one they are the cache's [batch][head][capacity][dim].
+  a.q_stride[0] = Lq * Hq * D, a.q_stride[1] = D, a.q_stride[2] = Hq * D;
+  a.o_stride[0] = Lq * Hq * Dv, a.o_stride[1] = Dv, a.o_stride[2] = Hq * Dv;
+  if (d.k_cache) {
+    a.k_stride[0] = Hk * cap * D, a.k_stride[1] = cap * D, a.k_stride[2] = D;
+    a.v_stride[0] = Hk * cap * Dv, a.v_stride[1] = cap * Dv, a.v_stride[2] = Dv;
+    a.k_type = a.v_type = d.cache_type;
+  } else {
+    a.k_stride[0] = Lkv * Hk * D, a.k_stride[1] = D, a.k_stride[2] = Hk * D;
+    a.v_stride[0] = Lkv * Hk * Dv, a.v_stride[1] = Dv, a.v_stride[2] = Hk * Dv;
+    a.k_type = a.v_type = TESSERA_F32;
+  }
+  a.scale = d.scale, a.causal = d.causal, a.align = d.align;
+  a.window_left = d.window_left, a.window_right = d.window_right;
+  a.kv_lens = d.kv_lens;
+  a.bias = d.bias, a.mask = d.mask;
+  for (int i = 0; i < 4; ++i)
+    a.bias_stride[i] = d.bias_stride[i], a.mask_stride[i] = d.mask_stride[i];
+  a.alibi_slopes = d.alibi_slopes, a.softcap = d.softcap;
+  a.lse = d.lse;
+  return a;
+}
+
+Status check_mha(const MhaDesc& d, bool weights, MhaCounts& c) {
+  TESSERA_CHECK(check_nonneg("desc->batch", d.batch));
+  TESSERA_CHECK(check_nonneg("desc->q_len", d.q_len));
+  TESSERA_CHECK(check_nonneg("desc->kv_len", d.kv_len));
+  TESSERA_CHECK(check_layer_fields(d));
+  TESSERA_CHECK(check_dtype("desc->cache_type", cache_type(d)));
+  if (weights) {
+    TESSERA_CHECK(check_ptr("desc->w_q", d.w_q, true));
+    TESSERA_CHECK(check_ptr("desc->w_k", d.w_k, true));
+    TESSERA_CHECK(check_ptr("desc->w_v", d.w_v, true));
+    TESSERA_CHECK(check_ptr("desc->w_o", d.w_o, true));
+  }
+  if ((d.k_cache == nullptr) != (d.v_cache == nullptr))
+    return fail(Status::invalid_argument, "%s is NULL but %s is set (both or neither)",
+                d.k_cache ? "desc->v_cache" : "desc->k_cache",
+                d.k_cache ? "desc->k_cache" : "desc->v_cache");
+  if (d.k_cache) {
+    TESSERA_CHECK(check_nonneg("desc->cache_len", d.cache_len));
+    int64_t needed;
+    if (!add_ok(d.cache_len, d.kv_len, needed) || d.cache_capacity < needed)
+      return fail(Status::invalid_argument,
+                  "desc->cache_capacity = %lld cannot hold cache_len = %lld + kv_len = %lld",
+                  (long long)d.cache_capacity, (long long)d.cache_len, (long long)d.kv_len);
+  }
+  TESSERA_CHECK(counts_of(d, c));
+  // The options, as the attention beneath checks them (names are the attention desc's fields,
+  // which are this desc's): before anything is written.
+  const tessera_attention_desc a = mha_attention_desc(d);
+  TESSERA_CHECK(check_attention(a, nullptr, nullptr, nullptr, nullptr, false));
+  const int64_t extents[4] = {a.batch, a.q_heads, a.q_len, a.kv_len};
+  if (d.bias) TESSERA_CHECK(tensor_span("desc->bias", d.bias_stride, extents, 4, 4, c.bias));
+  if (d.mask) TESSERA_CHECK(tensor_span("desc->mask", d.mask_stride, extents, 4, 1, c.mask));
+  return Status::ok;
+}
+
+Status check_mha_aliasing(const MhaDesc& d, const MhaCounts& c, const float* x_q, const float* x_k,
+                          const float* x_v, const float* out, const void* workspace,
+                          size_t workspace_bytes) {
+  const size_t wb = dtype_bytes(DType(d.weight_type)), cb = dtype_bytes(cache_type(d));
+  const bool shared = x_k == x_v;
+  const Region in[] = {
+      region("x_q", x_q, c.x_q, 4),
+      region(shared ? "x_kv" : "x_k", x_k, c.x_kv, 4),
+      region(shared ? "x_kv" : "x_v", x_v, c.x_kv, 4),
+      region("desc->w_q", d.w_q, c.w_q, wb),
+      region("desc->b_q", d.b_q, d.b_q ? c.qd : 0, 4),
+      region("desc->w_k", d.w_k, c.w_k, wb),
+      region("desc->b_k", d.b_k, d.b_k ? c.kd : 0, 4),
+      region("desc->w_v", d.w_v, c.w_v, wb),
+      region("desc->b_v", d.b_v, d.b_v ? c.vd : 0, 4),
+      region("desc->w_o", d.w_o, c.w_o, wb),
+      region("desc->b_o", d.b_o, d.b_o ? d.out_dim : 0, 4),
+      region("desc->kv_lens", d.kv_lens, d.kv_lens ? d.batch : 0, 4),
+      region("desc->bias", d.bias, c.bias, 4),
+      region("desc->mask", d.mask, c.mask, 1),
+      region("desc->alibi_slopes", d.alibi_slopes, d.alibi_slopes ? d.q_heads : 0, 4)};
+  const Region outputs[] = {
+      region("out", out, c.out, 4), region("desc->lse", d.lse, c.lse, 4),
+      region("desc->k_cache", d.k_cache, c.cache_k, cb),
+      region("desc->v_cache", d.v_cache, c.cache_v, cb),
+      region("workspace", workspace, int64_t(workspace ? workspace_bytes : 0), 1)};
+  constexpr size_t n = sizeof outputs / sizeof outputs[0];
+  for (size_t i = 0; i < n; ++i) {
+    for (const Region& r : in) TESSERA_CHECK(check_disjoint(outputs[i], {r}));
+    for (size_t j = i + 1; j < n; ++j) TESSERA_CHECK(check_disjoint(outputs[i], {outputs[j]}));
+  }
+  return Status::ok;
+}
+
+}  // namespace tessera::detail

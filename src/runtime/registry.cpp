@@ -1,0 +1,180 @@
+#include "runtime/registry.hpp"
+
+#include <cstdio>
+#include <string>
+
+#include "runtime/dispatch.hpp"
+#include "runtime/hardware.hpp"
+
+namespace tessera::detail {
+namespace {
+
+constexpr const char* kFamilyNames[] = {"gemm_packed",
+                                        "gemm_packed_narrow",
+                                        "gemm_rows_bk",
+                                        "gemm_strided",
+                                        "gemm_row_panels",
+                                        "gemm_row_panels_b_f16",
+                                        "gemm_row_panels_b_bf16",
+                                        "gemm_strided_narrow",
+                                        "gemm_wide",
+                                        "gemm_wide_prefetching",
+                                        "gemm_dot",
+                                        "gemm_dot_stream",
+                                        "gemm_dot_b_f16",
+                                        "gemm_dot_b_bf16",
+                                        "gemm_wide_b_f16",
+                                        "gemm_wide_b_bf16",
+                                        "gemm_rows_stream",
+                                        "gemm_rows_stream_b_f16",
+                                        "gemm_rows_stream_b_bf16",
+                                        "hgemm_packed",
+                                        "gemm_bf16_dot_packed",
+                                        "gemm_bf16_dot_nt",
+                                        "convert_f32_f16",
+                                        "convert_f16_f32",
+                                        "convert_f32_bf16",
+                                        "convert_bf16_f32"};
+static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
+
+struct Adder {
+  const arch::KernelTable& t;
+  std::vector<KernelRow>& out;
+
+  // name: <type>_<what>_<rows>x<cols>[_mr<mr>]_<table>, type the elements the FMAs take
+  // feature: what the kernel needs beyond its table's features, if anything.
+  void add(KernelFamily f, const char* what, int rows, int cols, int mr, int ldb, const void* fn,
+           const char* type = "f32", const char* feature = "") {
+    if (fn == nullptr) return;
+    for (const KernelRow& r : out)
+      if (r.fn == fn && r.family == f) return;  // one entry point registered once
+    char name[96];
+    if (mr > 0)
+      std::snprintf(name, sizeof name, "%s_%s_%dx%d_mr%d_%s", type, what, rows, cols, mr, t.name);
+    else
+      std::snprintf(name, sizeof name, "%s_%s_%dx%d_%s", type, what, rows, cols, t.name);
+    KernelRow row;
+    row.name = name, row.table = t.name, row.features = table_features(t.name);
+    if (*feature) row.features = row.features + " " + feature;
+    row.family = f, row.rows = rows, row.cols = cols, row.mr = mr, row.ldb = ldb, row.fn = fn;
+    out.push_back(row);
+  }
+
+  // A conversion kernel: f16_from_f32_avx2, ...
+  void conversion(KernelFamily f, const char* what, const void* fn) {
+    KernelRow row;
+    row.name = std::string(what) + "_" + t.name;
+    row.table = t.name, row.features = table_features(t.name);
+    row.family = f, row.rows = 1, row.fn = fn;
+    out.push_back(row);
+  }
+
+  // The MR x NR tile's kernels (the table's own, or its deep tile's).
+  void tile(const arch::GemmKernels& g) {
+    for (int r = 1; r <= g.mr; ++r) {
+      add(KernelFamily::gemm_packed, "gemm_packed", r, g.nr, g.mr, g.nr,
+          reinterpret_cast<const void*>(g.packed[r]));
+      add(KernelFamily::gemm_strided, "gemm_strided", r, g.nr, 0, 0,
+          reinterpret_cast<const void*>(g.strided[r]));
+    }
+    // cols: the panels read at once; ldb: one panel's width, in the name (the deep tile's
+    // 2 panels of 64 and the table's 4 of 32 both make 128 columns).
+    for (int r = 1; r <= g.row_panels_rows; ++r) {
+      const int cols = arch::row_panels_group(g, r) * g.nr;
+      const std::string nr = "_nr" + std::to_string(g.nr);
+      add(KernelFamily::gemm_row_panels, ("gemm_row_panels" + nr).c_str(), r, cols, 0, g.nr,
+          reinterpret_cast<const void*>(g.row_panels[r]));
+      add(KernelFamily::gemm_row_panels_b_f16, ("gemm_row_panels_b_f16" + nr).c_str(), r, cols, 0,
+          g.nr, reinterpret_cast<const void*>(g.row_panels16[0][r]));
+      add(KernelFamily::gemm_row_panels_b_bf16, ("gemm_row_panels_b_bf16" + nr).c_str(), r, cols, 0,
+          g.nr, reinterpret_cast<const void*>(g.row_panels16[1][r]));
+    }
+  }
+
+  void table() {
+    const arch::GemmKernels& g = t.gemm;
+    const int W = g.simd_floats;
+    tile(g);
+    if (g.deep) tile(*g.deep);
+    for (int r = 1; r <= g.mr; ++r) {
+      add(KernelFamily::gemm_packed_narrow, "gemm_packed_narrow", r, W, g.mr, g.nr,
+          reinterpret_cast<const void*>(g.packed_narrow[r]));
+      add(KernelFamily::gemm_strided_narrow, "gemm_strided_narrow", r, W, 0, 0,
+          reinterpret_cast<const void*>(g.strided_narrow[r]));
+      add(KernelFamily::gemm_rows_bk, "gemm_rows_bk256", r, g.nr, 0, g.nr,
+          reinterpret_cast<const void*>(g.rows_bk[r]));
+    }
+    for (int r = 1; r <= arch::kMaxWideRows; ++r)
+      for (int j = 0; j < arch::kWideWidths; ++j) {
+        add(KernelFamily::gemm_wide, "gemm_wide", r, W << j, 0, 0,
+            reinterpret_cast<const void*>(g.wide[r][j]));
+        if (g.wide_prefetching[r][j] != g.wide[r][j])
+          add(KernelFamily::gemm_wide_prefetching, "gemm_wide_prefetch_b", r, W << j, 0, 0,
+              reinterpret_cast<const void*>(g.wide_prefetching[r][j]));
+      }
+    for (int r = 1; r <= arch::kMaxWideRows; ++r)
+      add(KernelFamily::gemm_rows_stream, "gemm_rows_stream", r, W, 0, 0,
+          reinterpret_cast<const void*>(g.rows_stream[r]));
+    for (int r = 1; r <= g.dot_rows; ++r) {
+      add(KernelFamily::gemm_dot, "gemm_dot", r, g.dot_cols[r], 0, 0,
+          reinterpret_cast<const void*>(g.dot[r]));
+      add(KernelFamily::gemm_dot, "gemm_dot", r, 1, 0, 0, reinterpret_cast<const void*>(g.dot1[r]));
+    }
+    for (int t16 = 0; t16 < 2; ++t16) {
+      const KernelFamily f = t16 ? KernelFamily::gemm_dot_b_bf16 : KernelFamily::gemm_dot_b_f16;
+      const char* what = t16 ? "gemm_dot_b_bf16" : "gemm_dot_b_f16";
+      for (int r = 1; r <= g.dot16_rows; ++r) {
+        add(f, what, r, g.dot16_cols[r], 0, 0, reinterpret_cast<const void*>(g.dot16[t16][r]));
+        add(f, what, r, 1, 0, 0, reinterpret_cast<const void*>(g.dot16_1[t16][r]));
+      }
+      for (int r = 1; r <= arch::kMaxWideRows; ++r)
+        add(t16 ? KernelFamily::gemm_wide_b_bf16 : KernelFamily::gemm_wide_b_f16,
+            t16 ? "gemm_wide_b_bf16" : "gemm_wide_b_f16", r, g.wide16_cols, 0, 0,
+            reinterpret_cast<const void*>(g.wide16[t16][r]));
+      for (int r = 1; r <= arch::kMaxWideRows; ++r)
+        add(t16 ? KernelFamily::gemm_rows_stream_b_bf16 : KernelFamily::gemm_rows_stream_b_f16,
+            t16 ? "gemm_rows_stream_b_bf16" : "gemm_rows_stream_b_f16", r, W, 0, 0,
+            reinterpret_cast<const void*>(g.rows_stream16[t16][r]));
+    }
+    add(KernelFamily::gemm_dot_stream, "gemm_dot_stream", 1, g.dot_cols[1], 0, 0,
+        reinterpret_cast<const void*>(g.dot_stream));
+    const arch::HalfGemmKernels& h = t.hgemm;
+    for (int r = 1; r <= h.mr; ++r)
+      add(KernelFamily::hgemm_packed, "hgemm_packed", r, h.nr, h.mr, h.nr,
+          reinterpret_cast<const void*>(h.packed[r]), "f16");
+    const arch::Bf16DotKernels& d = t.bf16dot;
+    for (int r = 1; r <= d.mr; ++r)
+      add(KernelFamily::gemm_bf16_dot_packed, "gemm_dot2_packed", r, d.nr, d.mr, d.nr,
+          reinterpret_cast<const void*>(d.packed[r]), "bf16", d.feature);
+    for (int r = 1; r <= d.dot_rows; ++r) {
+      add(KernelFamily::gemm_bf16_dot_nt, "gemm_dot2_nt", r, d.dot_cols[r], 0, 0,
+          reinterpret_cast<const void*>(d.dot[r]), "bf16", d.feature);
+      add(KernelFamily::gemm_bf16_dot_nt, "gemm_dot2_nt", r, 1, 0, 0,
+          reinterpret_cast<const void*>(d.dot1[r]), "bf16", d.feature);
+    }
+    const arch::ConvertKernels& c = t.convert;
+    conversion(KernelFamily::convert_f32_f16, "f16_from_f32",
+               reinterpret_cast<const void*>(c.f32_to_f16));
+    conversion(KernelFamily::convert_f16_f32, "f32_from_f16",
+               reinterpret_cast<const void*>(c.f16_to_f32));
+    conversion(KernelFamily::convert_f32_bf16, "bf16_from_f32",
+               reinterpret_cast<const void*>(c.f32_to_bf16));
+    conversion(KernelFamily::convert_bf16_f32, "f32_from_bf16",
+               reinterpret_cast<const void*>(c.bf16_to_f32));
+  }
+};
+
+}  // namespace
+
+const char* family_name(KernelFamily f) { return kFamilyNames[static_cast<size_t>(f)]; }
+
+std::vector<KernelRow> kernel_registry() {
+  std::vector<KernelRow> out;
+  const char* names[8];
+  const int n = tables_for(hardware(), names, 8);
+  for (int i = 0; i < n; ++i)
+    if (const arch::KernelTable* t = find_table(names[i])) Adder{*t, out}.table();
+  return out;
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,62 @@
+// The kernel registry: every micro-kernel of every table this CPU runs, described once by a
+// name that says its whole configuration (f32_gemm_packed_14x32_mr14_avx512), its family (the
+// contract it keeps, in arch/common's headers), its tile, its table and the CPU features that
+// table needs. The testers iterate it (tests/ukernel_test.cpp): a kernel is tested on the
+// whole edge lattice of its family by being in a table. TESSERA_VERBOSE names kernels the same
+// way.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "arch/kernels.hpp"
+
+namespace tessera::detail {
+
+enum class KernelFamily : uint8_t {
+  gemm_packed,              // GemmPackedFn: A a packed panel (MR floats per k step), B packed
+  gemm_packed_narrow,       // GemmPackedFn: one vector of columns out of a full-width packed B
+  gemm_rows_bk,             // GemmPackedFn: A rows kAttentionBK floats apart, B packed
+  gemm_strided,             // GemmStridedFn: A through strides, B rows ldb apart
+  gemm_row_panels,          // GemmRowPanelsFn: one row, several prepacked B panels at once
+  gemm_row_panels_b_f16,    // GemmRowPanels16Fn: the same with the panels in f16
+  gemm_row_panels_b_bf16,   // GemmRowPanels16Fn: the same with the panels in bf16
+  gemm_strided_narrow,      // GemmStridedFn: one vector of columns
+  gemm_wide,                // GemmStridedFn: few rows, 1-8 vectors of columns
+  gemm_wide_prefetching,    // GemmStridedFn: as gemm_wide, B prefetched ahead
+  gemm_dot,                 // GemmDotFn: C = alpha A B^T + beta C, r x cols
+  gemm_dot_stream,          // GemmDotFn: as gemm_dot, one row, B rows in order
+  gemm_dot_b_f16,           // GemmDot16Fn: as gemm_dot with B in f16, widened in registers
+  gemm_dot_b_bf16,          // GemmDot16Fn: as gemm_dot with B in bf16
+  gemm_wide_b_f16,          // GemmStrided16Fn: few rows, up to 2 vectors, B in f16 read in place
+  gemm_wide_b_bf16,         // GemmStrided16Fn: the same with B in bf16
+  gemm_rows_stream,         // GemmStreamFn: few rows, B streamed row by row, n whole vectors
+  gemm_rows_stream_b_f16,   // GemmStream16Fn: as gemm_rows_stream with B in f16
+  gemm_rows_stream_b_bf16,  // GemmStream16Fn: the same with B in bf16
+  hgemm_packed,             // HgemmPackedFn: f16 A, B and C, products summed in fp16
+  gemm_bf16_dot_packed,     // Bf16DotPackedFn: bf16 A and B panels of k pairs, float32 C
+  gemm_bf16_dot_nt,         // Bf16DotNtFn: few bf16 rows against bf16 B^T in place
+  convert_f32_f16,          // ConvertKernels::f32_to_f16 (arch/common/convert.hpp)
+  convert_f16_f32,          // ConvertKernels::f16_to_f32
+  convert_f32_bf16,         // ConvertKernels::f32_to_bf16
+  convert_bf16_f32,         // ConvertKernels::bf16_to_f32
+  count
+};
+const char* family_name(KernelFamily f);
+
+struct KernelRow {
+  std::string name;
+  const char* table = "";
+  std::string features;  // what the CPU must have: the table's, and any the kernel adds
+  KernelFamily family{};
+  int rows = 0;              // r: rows of C
+  int cols = 0;              // columns of C it writes at most (NR, or the dot kernel's exact count)
+  int mr = 0;                // packed A: elements per k step of the panel
+  int ldb = 0;               // packed B: elements per k step of the panel
+  const void* fn = nullptr;  // the entry point, of the family's type
+};
+
+// Every kernel of every table this build has and this CPU runs, table by table.
+std::vector<KernelRow> kernel_registry();
+
+}  // namespace tessera::detail
