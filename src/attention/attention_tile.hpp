@@ -1,6 +1,6 @@
 // Fused attention's work unit, shared by its drivers (flash_attention.cpp): the geometry of a
-// call, one task's tile state, the key loop over K/V tiles (attention_tile.cpp) and the
-// structural masking of diagonal tiles (attention_masks.cpp).
+// call, one task's tile state (attention_tile.cpp), the key loop over K/V tiles in its named
+// steps (key_loop.cpp) and the structural masking of diagonal tiles (attention_masks.cpp).
 #pragma once
 
 #include <algorithm>
@@ -95,12 +95,14 @@ void tile_windows(const arch::KernelTable& kt, int64_t rows, int64_t n, bool who
 void diagonal_tile_rows(const arch::KernelTable& kt, int64_t rows, const int64_t* window,
                         TileState& st);
 
-// ---- attention_tile.cpp: one task ----------------------------------------------------------
+// ---- key_loop.cpp ----------------------------------------------------------------------------
 
 // The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
 // k and v hold elements of d.k_type and d.v_type.
 void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
               int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v, TileState& st);
+
+// ---- attention_tile.cpp: one task's state, queries and results --------------------------------
 
 // The floats of one task's state for `rows` stacked rows, and the state laid out in them
 // (`merged`: the decode merge reads every row's O, so it starts at zero).

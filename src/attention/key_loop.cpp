@@ -1,0 +1,394 @@
+// Fused attention's key loop: one task's stacked query rows against the K/V tiles of one KV
+// head, tile by tile, in the steps flash_attention.cpp lists:
+//   scores        S = scale Q K^T: dot kernels for few rows (decode), packed K^T panels else;
+//                 each K storage type has its loader (KeyDots), not a branch inside the loop
+//   masks         the structural extents of a diagonal tile, then bias, mask, ALiBi, softcap
+//                 (attention_masks.cpp)
+//   softmax       the online update of m, l and the rescale of O
+//   P V           O += P V: V in place for few rows (per V storage type), packed panels else
+//   prefetch      the next operand's rows spread over the current product's kernel calls
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "attention/attention_tile.hpp"
+#include "attention/kv_rows.hpp"
+
+namespace tessera::detail::fa {
+namespace {
+
+// One task's fixed inputs, shared by the steps.
+struct Task {
+  const Geometry& g;
+  const arch::KernelTable& kt;
+  int64_t b, hk, i0, bq, rows;
+  const KvRows& krows;
+  const KvRows& vrows;
+  TileState& st;
+};
+
+// ---- which keys the task visits -----------------------------------------------------------------
+
+// The keys any of the task's rows can see (positions grow with i, so the block's first and last
+// rows bound the union), and the tiles that hold them.
+struct TaskKeys {
+  int64_t valid, lo_first, hi_first, lo_last, hi_last;
+  int64_t lo, end, hi;  // tiles start at lo, stop before hi; none reads past end
+  // A tile every row sees whole needs no per-element pass and no extents.
+  bool whole(int64_t j0, int64_t n) const {
+    return j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
+  }
+};
+
+TaskKeys task_keys(const tessera_attention_desc& d, int64_t b, int64_t i0, int64_t bq, int64_t kb,
+                   int64_t ke) {
+  TaskKeys t;
+  t.valid = valid_len(d, b);
+  visible_range(d, t.valid, position(d, t.valid, i0), t.lo_first, t.hi_first);
+  visible_range(d, t.valid, position(d, t.valid, i0 + bq - 1), t.lo_last, t.hi_last);
+  // Tiles sit at kb + t BK whatever the block, and end at min(ke, valid): a row's sums then go
+  // through the same tiles, of the same lengths, however the rows are blocked (the block count
+  // follows the thread count; the vector sums' order depends on a tile's length). Tiles outside
+  // [lo, hi) are invisible to every row of the block and skipped.
+  t.lo = kb + (std::max(kb, std::min(t.lo_first, t.lo_last)) - kb) / kBK * kBK;
+  t.end = std::min(ke, t.valid);
+  // A window can start past the valid keys (visible_range then gives an empty [lo, lo)): no
+  // tile past `end` is visited, where it once made an empty tile and a division by zero.
+  t.hi = std::min(t.end, std::max(t.hi_first, t.hi_last));
+  return t;
+}
+
+// Each Q panel's key extent [k0, k1) within the tile at j0 (all of it for a whole tile),
+// computed once for both products.
+void tile_extents(const Task& t, const TaskKeys& keys, int64_t j0, int64_t n, bool whole) {
+  const int64_t MR = t.kt.gemm.mr;
+  int64_t* extent = t.st.extent;
+  for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
+    extent[2 * p] = 0, extent[2 * p + 1] = n;
+    if (!whole)
+      panel_extent(t.g.d, keys.valid, t.i0, t.bq, ir, std::min(t.rows, ir + MR), j0, n,
+                   extent[2 * p], extent[2 * p + 1]);
+  }
+}
+
+// ---- scores: S = scale Q K^T --------------------------------------------------------------------
+
+// How one K storage type meets the dot kernels (few rows): up to `rows` query rows a call, cols[r]
+// keys a call for r rows, and `block` computing S[:, jb : jb + nb] for the keys from j0 + jb.
+struct KeyDots {
+  int64_t rows;
+  const int* cols;
+  void (*block)(const Task& t, int64_t j0, int64_t jb, int64_t nb);
+};
+
+// Float32 K: read in place.
+void key_dots_f32(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
+  const arch::GemmKernels& gk = t.kt.gemm;
+  const int64_t D = t.g.d.head_dim, R = gk.dot_rows;
+  int64_t ldk;
+  const float* kblock = t.krows.tile(t.kt.convert, j0 + jb, nb, ldk);
+  for (int64_t i = 0; i < t.rows; i += R) {
+    const int64_t r = std::min(R, t.rows - i), J = gk.dot_cols[r];
+    // One row reads each K row once, from memory in decode: the in-order kernel.
+    const arch::GemmDotFn dot = r == 1 ? gk.dot_stream : gk.dot[r];
+    float* srow = t.st.s + i * kBK + jb;
+    int64_t j = 0;
+    for (; j + J <= nb; j += J)
+      dot(D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f);
+    for (; j < nb; ++j)
+      gk.dot1[r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f);
+  }
+}
+
+// f16 / bf16 K: the dot16 kernels widen it in registers as they read it, in place.
+void key_dots_16(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
+  const arch::GemmKernels& gk = t.kt.gemm;
+  const int64_t D = t.g.d.head_dim, R = gk.dot16_rows, ldk = t.krows.ld;
+  const int t16 = t.g.d.k_type == TESSERA_BF16 ? 1 : 0;
+  const uint16_t* kblock = t.krows.row16(j0 + jb);
+  for (int64_t i = 0; i < t.rows; i += R) {
+    const int64_t r = std::min(R, t.rows - i), J = gk.dot16_cols[r];
+    float* srow = t.st.s + i * kBK + jb;
+    int64_t j = 0;
+    for (; j + J <= nb; j += J)
+      gk.dot16[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
+                       0.0f);
+    for (; j < nb; ++j)
+      gk.dot16_1[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
+                         0.0f);
+  }
+}
+
+KeyDots key_dots(const arch::GemmKernels& gk, tessera_dtype k_type) {
+  if (k_type == TESSERA_F32) return {gk.dot_rows, gk.dot_cols, key_dots_f32};
+  return {gk.dot16_rows, gk.dot16_cols, key_dots_16};
+}
+
+// Few rows (decode): dot products along d, K read once, in blocks of kDecodeKeys keys (whole
+// column groups of every dot kernel: the same calls as one pass over the tile). A block is read
+// in place, the row groups after the first finding it in L1.
+void scores_few_rows(const Task& t, const KeyDots& kd, int64_t j0, int64_t n) {
+  int64_t unit = 1;
+  for (int64_t r = 1; r <= std::min(kd.rows, t.rows); ++r)
+    unit = std::lcm(unit, int64_t(kd.cols[r]));
+  const int64_t block = std::max<int64_t>(1, kDecodeKeys / unit) * unit;
+  for (int64_t jb = 0; jb < n; jb += block) kd.block(t, j0, jb, std::min(block, n - jb));
+}
+
+// Many rows: K^T packed per tile, Q packed once per task; a K panel stays in L1 while every Q
+// panel passes it. This tile's V rows are fetched into L2 meanwhile (P V reads them next).
+void scores_packed(const Task& t, int64_t j0, int64_t n) {
+  const arch::GemmKernels& gk = t.kt.gemm;
+  const tessera_attention_desc& d = t.g.d;
+  const int64_t MR = gk.mr, NR = gk.nr, W = t.kt.simd_floats, D = d.head_dim;
+  const int64_t* extent = t.st.extent;
+  TileState& st = t.st;
+  int64_t ldk;
+  const float* ktile = t.krows.tile(t.kt.convert, j0, n, ldk);
+  gk.pack_b(true, D, n, ktile, ldk, st.kp);
+  SpreadPrefetch v_ahead(t.vrows.row(j0), t.vrows.ld_bytes(), t.vrows.row_bytes(), n,
+                         ceil_div(n, NR) * ceil_div(t.rows, MR));
+  for (int64_t q = 0; q * NR < n; ++q) {
+    const int64_t nr = std::min(NR, n - q * NR);
+    for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
+      // K panels no row of this Q panel can see are skipped (the mask pass writes -inf).
+      if (q * NR >= extent[2 * p + 1] || q * NR + nr <= extent[2 * p]) continue;
+      // A K panel whose visible keys end within its first vector (a causal diagonal's last
+      // panel, half the time) takes the narrow kernel: the keys past that vector are hidden
+      // from every row of the Q panel, and mask_tile writes them -inf.
+      const int64_t r = std::min(MR, t.rows - ir);
+      float* s_tile = st.s + ir * kBK + q * NR;
+      const bool narrow = extent[2 * p + 1] - q * NR <= W && W < NR;
+      const int64_t cols = narrow ? std::min(nr, W) : nr;
+      if (st.q_direct)
+        (narrow ? gk.strided_narrow : gk.strided)[r](D, st.q_direct + ir * st.ldq, st.ldq, 1,
+                                                     st.kp + q * NR * D, NR, s_tile, kBK, cols,
+                                                     t.g.scale, 0.0f);
+      else
+        (narrow ? gk.packed_narrow : gk.packed)[r](D, st.qp + ir * D, st.kp + q * NR * D, s_tile,
+                                                   kBK, cols, t.g.scale, 0.0f);
+      v_ahead.step();
+    }
+  }
+  v_ahead.finish();
+}
+
+// ---- the online softmax update ------------------------------------------------------------------
+
+// A row whose running max is +inf: the +inf scores take all the mass, shared equally (the limit
+// the reference defines), so P is 1 on them and 0 elsewhere (NaN stays NaN: the row ends NaN), l
+// counts them and O sums their V rows. Whatever the row held before its first +inf is dropped
+// (a NaN in l is kept). O(w) work, with the same P V product as any tile.
+void infinite_scores(int64_t w, float* srow, int64_t r, int64_t Dv, TileState& st) {
+  if (st.m[r] != kInf && !std::isnan(st.l[r])) {
+    st.l[r] = 0.0f;
+    std::memset(st.o + r * Dv, 0, sizeof(float) * size_t(Dv));
+  }
+  float count = 0.0f;
+  for (int64_t j = 0; j < w; ++j) {
+    const float s = srow[j];
+    srow[j] = s == kInf ? 1.0f : std::isnan(s) ? s : 0.0f;
+    count += srow[j];
+  }
+  st.l[r] += count;
+  st.m[r] = kInf;
+}
+
+// P = exp(S - m_new) for the rows whose new max is finite, in groups of rows (one row's
+// max-exp-sum chain alone leaves the FMA ports idle); the others (nothing visible yet, a +inf or
+// NaN score) row by row. Then l and m, and O rescaled where the max moved.
+void softmax_update(const Task& t, int64_t n, bool whole, int64_t chunk) {
+  const arch::SoftmaxKernels& sk = t.kt.softmax;
+  const int64_t Dv = t.g.d.value_dim;
+  TileState& st = t.st;
+  const int64_t* window = st.window;
+  if (whole)
+    sk.attention_rows(t.rows, n, st.s, kBK, st.m, st.tile_m, st.tile_l);
+  else
+    diagonal_tile_rows(t.kt, t.rows, window, st);
+  for (int64_t r = 0; r < t.rows; ++r) {
+    // Only the row's window holds its scores.
+    const int64_t w0 = window[2 * (r / chunk)], w = window[2 * (r / chunk) + 1] - w0;
+    float* srow = st.s + r * kBK + w0;
+    const float m_old = st.m[r];
+    float m_new = st.tile_m[r], sum = st.tile_l[r];
+    if (!std::isfinite(m_new)) {
+      // A NaN score makes the row NaN. The vector max need not return NaN (x86's max gives its
+      // other operand), and a row of only NaN scores was once taken for an empty one: this rare
+      // branch looks for NaN itself.
+      const float tile_max = sk.max(w, srow);
+      bool nan = std::isnan(tile_max);
+      for (int64_t j = 0; j < w && !nan; ++j) nan = std::isnan(srow[j]);
+      if (nan) {
+        st.l[r] = std::numeric_limits<float>::quiet_NaN();
+        std::memset(srow, 0, sizeof(float) * size_t(w));
+        continue;
+      }
+      m_new = std::max(m_old, tile_max);
+      if (m_new == -kInf) {  // nothing visible yet
+        std::memset(srow, 0, sizeof(float) * size_t(w));
+        continue;
+      }
+      if (m_new == kInf) {
+        infinite_scores(w, srow, r, Dv, st);
+        continue;
+      }
+      sum = sk.exp_sum(w, srow, 1.0f, m_new, srow);
+    }
+    // Rescale what was accumulated against the old max (nothing yet while it was -inf: the
+    // row's O and l are still the zeros carve_state wrote).
+    if (m_new > m_old && m_old != -kInf) {
+      const float c = std::exp(m_old - m_new);
+      st.l[r] *= c;
+      sk.affine(Dv, st.o + r * Dv, c, 0.0f, st.o + r * Dv);
+    }
+    st.l[r] += sum;
+    st.m[r] = m_new;
+  }
+}
+
+// ---- O += P V -----------------------------------------------------------------------------------
+
+// Few rows of one Q panel with 16-bit V: read in place by the kernels that widen it in
+// registers, wide16_cols columns a call, over blocks of kDecodeKeys keys (8 KB of V at d = 128,
+// in L1 across the block's calls; whole 256-key column strips made every call after the first
+// read V from L2 or memory again).
+void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t) {
+  const arch::GemmKernels& gk = t.kt.gemm;
+  const int64_t Dv = t.g.d.value_dim, cols = gk.wide16_cols;
+  const int64_t* extent = t.st.extent;  // one Q panel: extent[0..1]
+  const int t16 = t.g.d.v_type == TESSERA_BF16 ? 1 : 0;
+  for (int64_t kb = extent[0]; kb < extent[1]; kb += kDecodeKeys) {
+    const int64_t kn = std::min(kDecodeKeys, extent[1] - kb);
+    const uint16_t* vsrc = t.vrows.row16(j0 + kb);
+    for (int64_t c0 = 0; c0 < Dv; c0 += cols)
+      gk.wide16[t16][t.rows](kn, t.st.s + kb, kBK, 1, vsrc + c0, t.vrows.ld, t.st.o + c0, Dv,
+                             std::min(cols, Dv - c0), 1.0f, 1.0f);
+  }
+}
+
+// Few rows otherwise (decode): V read in place, once, row after row, by the wide kernels (a
+// whole row of V per call: up to 8 FMA chains and one sequential stream the hardware prefetcher
+// follows, where NR-column panels gave each row NV chains as long as the tile and four strided
+// streams); panels of more rows by the NR-column kernel, which has chains enough. Columns past
+// the last whole vector go through a zero-padded packed panel. V goes in blocks of kDecodeKeys
+// keys, a block staying in L1 while the kernels pass it a strip of columns at a time (as one
+// 256-key block, every strip after the first came from L2 and the first from memory).
+void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
+  const arch::GemmKernels& gk = t.kt.gemm;
+  const int64_t MR = gk.mr, NR = gk.nr, Dv = t.g.d.value_dim;
+  const int64_t* extent = t.st.extent;
+  TileState& st = t.st;
+  int64_t lo = kBK, hi = 0;
+  for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p)
+    if (extent[2 * p + 1] > extent[2 * p])
+      lo = std::min(lo, extent[2 * p]), hi = std::max(hi, extent[2 * p + 1]);
+  for (int64_t kb = lo; kb < hi; kb += kDecodeKeys) {
+    const int64_t ke = std::min(hi, kb + kDecodeKeys);
+    int64_t ldv;
+    const float* vblock = t.vrows.tile(t.kt.convert, j0 + kb, ke - kb, ldv);
+    for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
+      const int64_t k0 = std::max(kb, extent[2 * p]), k1 = std::min(ke, extent[2 * p + 1]);
+      const int64_t r = std::min(MR, t.rows - ir);
+      if (k1 <= k0) continue;
+      const float* prob = st.s + ir * kBK + k0;
+      const float* vsrc = vblock + (k0 - kb) * ldv;
+      float* o_rows = st.o + ir * Dv;
+      if (r <= arch::kMaxWideRows) {
+        arch::wide_rows(gk, r, k1 - k0, prob, kBK, 1, vsrc, ldv, o_rows, Dv, Dv, 1.0f, 1.0f, st.vp);
+        continue;
+      }
+      int64_t c0 = 0;
+      for (; c0 + NR <= Dv; c0 += NR)
+        gk.strided[r](k1 - k0, prob, kBK, 1, vsrc + c0, ldv, o_rows + c0, Dv, NR, 1.0f, 1.0f);
+      if (c0 < Dv) {
+        gk.pack_b(false, k1 - k0, Dv - c0, vsrc + c0, ldv, st.vp);
+        gk.rows_bk[r](k1 - k0, prob, st.vp, o_rows + c0, Dv, Dv - c0, 1.0f, 1.0f);
+      }
+    }
+  }
+}
+
+// Many rows: P read in place (rows kBK apart, a constant of the kernel), V packed per tile into
+// NR-column panels (a copy of rows; contiguous loads that stay in L1 while every P panel
+// passes). Meanwhile the next tile's next_n K rows are fetched into L2 (its K^T packing
+// otherwise waited on them). A Q panel's first product stores (beta = 0) instead of adding to
+// zeros, so its O is neither cleared nor read before (a panel no tile reaches is never read
+// either: its rows finish with l = 0).
+void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n) {
+  const arch::GemmKernels& gk = t.kt.gemm;
+  const int64_t MR = gk.mr, NR = gk.nr, Dv = t.g.d.value_dim;
+  const int64_t* extent = t.st.extent;
+  TileState& st = t.st;
+  int64_t ldv;
+  const float* vtile = t.vrows.tile(t.kt.convert, j0, n, ldv);
+  SpreadPrefetch k_ahead;
+  if (next_n > 0)
+    k_ahead = SpreadPrefetch(t.krows.row(j0 + kBK), t.krows.ld_bytes(), t.krows.row_bytes(), next_n,
+                             ceil_div(Dv, NR) * ceil_div(t.rows, MR));
+  for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
+    const int64_t nr = std::min(NR, Dv - c0);
+    gk.pack_b(false, n, nr, vtile + c0, ldv, st.vp);
+    for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
+      // Only the keys some row of the panel sees: P is 0 elsewhere.
+      const int64_t k0 = extent[2 * p], k1 = extent[2 * p + 1];
+      if (k1 <= k0) continue;
+      gk.rows_bk[std::min(MR, t.rows - ir)](k1 - k0, st.s + ir * kBK + k0, st.vp + k0 * NR,
+                                            st.o + ir * Dv + c0, Dv, nr, 1.0f,
+                                            st.o_live[p] ? 1.0f : 0.0f);
+      k_ahead.step();
+    }
+  }
+  k_ahead.finish();
+  for (int64_t p = 0; p < ceil_div(t.rows, MR); ++p)
+    st.o_live[p] |= extent[2 * p + 1] > extent[2 * p];
+}
+
+using PvStep = void (*)(const Task& t, int64_t j0, int64_t n, int64_t next_n);
+
+// The P V step for this task's rows and V storage type.
+PvStep pv_step(const Task& t, bool few) {
+  const arch::GemmKernels& gk = t.kt.gemm;
+  if (!few) return pv_packed;
+  if (t.g.d.v_type != TESSERA_F32 && t.rows <= arch::kMaxWideRows && t.rows <= gk.mr)
+    return pv_in_place_16;
+  return pv_few_rows;
+}
+
+}  // namespace
+
+// The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
+void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
+              int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v, TileState& st) {
+  const tessera_attention_desc& d = g.d;
+  const TaskKeys keys = task_keys(d, b, i0, bq, kb, ke);
+  if (keys.hi <= keys.lo) return;  // no key visible to any row (k and v may be NULL then)
+  const int64_t rows = g.group * bq;
+  const KvRows krows(k, d.k_type, d.k_stride, b, hk, d.head_dim, st.kw);
+  const KvRows vrows(v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw);
+  const Task t{g, kt, b, hk, i0, bq, rows, krows, vrows, st};
+  const bool few = few_rows(kt.gemm, rows);
+  const KeyDots kd = key_dots(kt.gemm, d.k_type);
+  const PvStep pv = pv_step(t, few);
+  const int64_t chunk = softmax_chunk(kt);  // rows per softmax chunk (tile_windows)
+  std::memset(st.o_live, 0, size_t(ceil_div(rows, kt.gemm.mr)));
+  for (int64_t j0 = keys.lo; j0 < keys.hi; j0 += kBK) {
+    const int64_t n = std::min(kBK, keys.end - j0);
+    const bool whole = keys.whole(j0, n);
+    tile_extents(t, keys, j0, n, whole);
+    if (few)
+      scores_few_rows(t, kd, j0, n);
+    else
+      scores_packed(t, j0, n);
+    tile_windows(kt, rows, n, whole, st.extent, st.window);
+    if (g.elementwise || !whole)
+      mask_tile(g, b, hk, i0, bq, j0, n, keys.valid, kt.softmax, st.window, chunk, st.s, kBK);
+    softmax_update(t, n, whole, chunk);
+    pv(t, j0, n, std::min(kBK, std::min(keys.hi, keys.end) - (j0 + kBK)));
+  }
+}
+
+}  // namespace tessera::detail::fa

@@ -1,0 +1,83 @@
+// The K and V rows fused attention reads, of any storage type, and the schedule that prefetches
+// them: the loaders of the key loop (key_loop.cpp). A new K/V storage type adds its rows here and
+// its dot loader there, not a branch inside the loop.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "arch/common/prefetch.hpp"
+#include "arch/kernels.hpp"
+#include "tessera/attention.hpp"
+
+namespace tessera::detail::fa {
+
+// ---- the prefetch schedule ----------------------------------------------------------------------
+
+// The rows [0, count) of a K or V tile (len bytes, ld bytes apart), prefetched in even shares
+// over `steps` calls of step(): one share after each micro-kernel call of a product, so the
+// requests trickle out while the FMAs run (issued in one burst per row of the softmax loop,
+// they stalled on full fill buffers).
+struct SpreadPrefetch {
+  const char* base = nullptr;
+  int64_t ld = 0, len = 0, count = 0, share = 0, next = 0;
+
+  SpreadPrefetch() = default;
+  SpreadPrefetch(const char* b, int64_t ld_, int64_t len_, int64_t count_, int64_t steps)
+      : base(b), ld(ld_), len(len_), count(count_), share((count_ + steps - 1) / steps) {}
+  void step() {
+    for (const int64_t e = std::min(count, next + share); next < e; ++next) fetch(next);
+  }
+  void finish() {
+    for (; next < count; ++next) fetch(next);
+  }
+  void fetch(int64_t row) const {
+    // cppcheck-suppress invalidPointerCast
+    arch::prefetch_span<2>(reinterpret_cast<const float*>(base + row * ld), (len + 3) / 4);
+  }
+};
+
+// ---- K and V rows of any storage type -----------------------------------------------------------
+
+// The K or V rows of one (batch, KV head): tiles of them as float32 rows, read in place, or
+// widened into the task's buffer first (a f16/bf16 tile: one pass of the table's conversion
+// kernels, so the products run on float32 as they do for float32 inputs).
+struct KvRows {
+  const char* base;  // row 0
+  int64_t ld;        // elements between rows
+  int64_t len;       // elements per row
+  tessera_dtype type;
+  float* widened;  // BK x len floats
+
+  KvRows(const void* p, tessera_dtype t, const int64_t* stride, int64_t b, int64_t hk, int64_t len_,
+         float* w)
+      : base(static_cast<const char*>(p) + (b * stride[0] + hk * stride[1]) * bytes(t)),
+        ld(stride[2]),
+        len(len_),
+        type(t),
+        widened(w) {}
+  static int64_t bytes(tessera_dtype t) { return t == TESSERA_F32 ? 4 : 2; }
+  const char* row(int64_t j) const { return base + j * ld * bytes(type); }
+  int64_t ld_bytes() const { return ld * bytes(type); }
+  int64_t row_bytes() const { return len * bytes(type); }
+  // cppcheck-suppress invalidPointerCast
+  const uint16_t* row16(int64_t j) const { return reinterpret_cast<const uint16_t*>(row(j)); }
+  // Rows [j0, j0 + n) as float32, ld_out floats apart.
+  const float* tile(const arch::ConvertKernels& cv, int64_t j0, int64_t n, int64_t& ld_out) const {
+    if (type == TESSERA_F32) {
+      ld_out = ld;
+      // cppcheck-suppress invalidPointerCast
+      return reinterpret_cast<const float*>(row(j0));
+    }
+    const auto widen = type == TESSERA_F16 ? cv.f16_to_f32 : cv.bf16_to_f32;
+    const uint16_t* h = row16(j0);
+    if (ld == len)
+      widen(n * len, h, widened);
+    else
+      for (int64_t r = 0; r < n; ++r) widen(len, h + r * ld, widened + r * len);
+    ld_out = len;
+    return widened;
+  }
+};
+
+}  // namespace tessera::detail::fa
