@@ -141,128 +141,176 @@ size_t blocked_serial_floats(const GemmKernels& kt, const GemmProblem& p) {
   return size_t(b + ceil_div(row_panels, row_blocks) * kt.mr * kc);
 }
 
+// Row blocks: at most MC rows each, at least two per thread, their count a multiple of the
+// thread count, and the MR panels dealt out evenly among them, so that threads split rows
+// (each packs its A block once, rather than splitting N and re-packing A per chunk) and finish
+// together (blocks of MC = 336 rows made 7 blocks of 2048 rows: 4 + 3 on 2 threads). Blocks
+// only partition rows: the sums, and so the results, do not depend on them.
+struct RowBlocks {
+  int64_t m, row_panels, count, mc_max;
+  RowBlocks(const GemmKernels& kt, int64_t m_, int threads)
+      : m(m_),
+        row_panels(ceil_div(m_, kt.mr)),
+        count(std::min(row_panels,
+                       round_up(std::max(ceil_div(m_, int64_t(kt.mc)), int64_t(2) * threads),
+                                int64_t(threads)))),
+        mc_max(ceil_div(row_panels, count) * kt.mr) {}
+  // Block ib: rows [first_row(ib), first_row(ib + 1)).
+  int64_t first_row(int64_t ib, int64_t MR) const {
+    return std::min(m, ib * row_panels / count * MR);
+  }
+};
+
+// One KC x NC block of the product: B's block (packed, prepacked or widened) at bp, k rows
+// [pc, pc + kc) and columns [jc, jc + nc), and how its tiles go.
+struct BlockedStep {
+  const GemmKernels& kt;
+  const GemmProblem& p;
+  const RowBlocks& rb;
+  BlockedChoices choice;
+  int64_t a_rs, a_cs, jc, nc, pc, kc;
+  float beta;
+  const float* bp;
+};
+
+// B's KC x NC block as the kernels read it: a prepacked block in place; 16-bit panels widened
+// into float32 ones of the same layout, once, shared by every task (O(kc nc) conversions against
+// O(m kc nc) products); otherwise op(B) packed once, shared likewise.
+const float* b_block(const GemmKernels& kt, const GemmProblem& p, int64_t jc, int64_t nc,
+                     int64_t pc, int64_t kc, bool parallel, float* b_buf) {
+  const int64_t NR = kt.nr, n_padded = round_up(p.n, NR), panels = ceil_div(nc, NR);
+  if (p.b_packed) return p.b_packed + pc * n_padded + jc * kc;
+  if (p.b_packed16) {
+    const uint16_t* src = p.b_packed16 + pc * n_padded + jc * kc;
+    for_grid(1, panels, parallel, [&](int64_t, int64_t, int64_t q0, int64_t q1) {
+      p.b16_widen((q1 - q0) * NR * kc, src + q0 * NR * kc, b_buf + q0 * NR * kc);
+    });
+    return b_buf;
+  }
+  for_grid(1, panels, parallel, [&](int64_t, int64_t, int64_t q0, int64_t q1) {
+    const int64_t j = jc + q0 * NR, cols = std::min(q1 * NR, nc) - q0 * NR;
+    const float* src = p.tb ? p.b + j * p.ldb + pc : p.b + pc * p.ldb + j;
+    kt.pack_b(p.tb, kc, cols, src, p.ldb, b_buf + q0 * NR * kc);
+  });
+  return b_buf;
+}
+
+// Tile (q, ir) of row block ib (rows from ic, A at a, packed or in place): B panel q, the MR
+// rows from ir (fewer in a partial tile, which is alone); whole tiles go as a run of `count`
+// from it, along a row of tiles (across B panels) or down a column (across A panels).
+void blocked_tiles(const BlockedStep& s, int64_t ib, int64_t ib1, int64_t q0, int64_t q1,
+                   int64_t ic, int64_t mc, const float* a_base, int64_t q, int64_t ir,
+                   int64_t count, bool along_row) {
+  const GemmKernels& kt = s.kt;
+  const GemmProblem& p = s.p;
+  const int64_t MR = kt.mr, NR = kt.nr, kc = s.kc;
+  const bool pack_a = s.choice.pack_a;
+  const int64_t j = s.jc + q * NR, nr = std::min(NR, p.n - j);
+  const int64_t rows = std::min(MR, mc - ir);
+  const float* b_panel = s.bp + q * NR * kc;
+  float* c = p.c + (ic + ir) * p.ldc + j;
+  const float* a = pack_a ? a_base + ir * kc : a_base + ir * s.a_rs;
+  if (rows < MR) {
+    if (pack_a)
+      kt.packed[rows](kc, a, b_panel, c, p.ldc, nr, p.alpha, s.beta);
+    else
+      kt.strided[rows](kc, a, s.a_rs, s.a_cs, b_panel, NR, c, p.ldc, nr, p.alpha, s.beta);
+    return;
+  }
+  arch::TileRun run = along_row
+                          ? arch::TileRun{count, 0, NR * kc, NR}
+                          : arch::TileRun{count, pack_a ? MR * kc : MR * s.a_rs, 0, MR * p.ldc};
+  if (!along_row) {
+    // Down a column the run reuses one B micro-panel; the next one (the next column, or the
+    // first of the next row block) was last read a whole B block ago and comes from L3, and
+    // the first tile to read it, left to the kernel's prefetches, ran several times slower than
+    // the others. The run brings it into L2 meanwhile.
+    const int64_t next = q + 1 < q1 ? q + 1 : ib + 1 < ib1 ? q0 : -1;
+    if (next >= 0) {
+      run.l2_next = s.bp + next * NR * kc;
+      run.l2_lines = ceil_div(NR * kc / arch::kLineFloats, count);
+    }
+    run.a_next = s.choice.a_next;
+  }
+  if (pack_a)
+    kt.packed_run(run, kc, a, b_panel, c, p.ldc, nr, p.alpha, s.beta);
+  else
+    kt.strided_run(run, kc, a, s.a_rs, s.a_cs, b_panel, NR, c, p.ldc, nr, p.alpha, s.beta);
+}
+
+// Row blocks [ib0, ib1) against B panels [q0, q1) of one KC x NC block: each A block packed
+// (or read in place), then its tiles row by row or column by column as the plan chose. Runs
+// take whole tiles only: the panels with all NR columns, the rows of whole MR.
+void blocked_row_blocks(const BlockedStep& s, int64_t ib0, int64_t ib1, int64_t q0, int64_t q1,
+                        float* a_buf) {
+  const GemmProblem& p = s.p;
+  const int64_t MR = s.kt.mr, NR = s.kt.nr;
+  for (int64_t ib = ib0; ib < ib1; ++ib) {
+    const int64_t ic = s.rb.first_row(ib, MR), mc = s.rb.first_row(ib + 1, MR) - ic;
+    const float* a_src = p.ta ? p.a + s.pc * p.lda + ic : p.a + ic * p.lda + s.pc;
+    if (s.choice.pack_a) s.kt.pack_a(p.ta, mc, s.kc, a_src, p.lda, a_buf);
+    const float* a_base = s.choice.pack_a ? a_buf : a_src;
+    const auto tiles = [&](int64_t q, int64_t ir, int64_t count, bool along_row) {
+      blocked_tiles(s, ib, ib1, q0, q1, ic, mc, a_base, q, ir, count, along_row);
+    };
+    const int64_t whole_q1 = std::max(q0, std::min(q1, s.nc / NR)), whole_rows = mc / MR * MR;
+    if (s.choice.rows_outer) {
+      for (int64_t ir = 0; ir < mc; ir += MR) {
+        const int64_t q_rest = ir < whole_rows ? whole_q1 : q0;
+        if (q_rest > q0) tiles(q0, ir, q_rest - q0, true);
+        for (int64_t q = q_rest; q < q1; ++q) tiles(q, ir, 1, true);
+      }
+    } else {
+      for (int64_t q = q0; q < q1; ++q) {
+        if (whole_rows > 0) tiles(q, 0, whole_rows / MR, false);
+        if (whole_rows < mc) tiles(q, whole_rows, 1, false);
+      }
+    }
+  }
+}
+
 // given: a serial product's scratch (blocked_serial_floats), reserved by the caller; else B's
 // block comes from the calling thread's scratch and each task's A block from TaskScratch.
 Status gemm_blocked(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p, bool parallel,
                     float* given = nullptr) {
-  const int64_t MR = kt.mr, NR = kt.nr, KC = kt.kc, NC = kt.nc;
-  // Row blocks: at most MC rows each, at least two per thread, their count a multiple of the
-  // thread count, and the MR panels dealt out evenly among them, so that threads split rows
-  // (each packs its A block once, rather than splitting N and re-packing A per chunk) and
-  // finish together. (Blocks of MC = 336 rows made 7 blocks of 2048 rows: 4 + 3 on 2 threads,
-  // 1.72x the 1-thread rate.) Blocks only partition rows: the sums, and so the results, do
-  // not depend on them.
-  const int threads = parallel ? tbb::this_task_arena::max_concurrency() : 1;
-  const int64_t row_panels = ceil_div(p.m, MR);
-  const int64_t row_blocks = std::min(
-      row_panels,
-      round_up(std::max(ceil_div(p.m, int64_t(kt.mc)), int64_t(2) * threads), int64_t(threads)));
-  const int64_t MC = ceil_div(row_panels, row_blocks) * MR;  // the largest block
-  // Block ib: rows [first_row(ib), first_row(ib + 1)).
-  auto first_row = [&](int64_t ib) { return std::min(p.m, ib * row_panels / row_blocks * MR); };
-  const int64_t n_padded = round_up(p.n, NR);
-  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
+  const int64_t NR = kt.nr, KC = kt.kc, NC = kt.nc;
+  const RowBlocks rb(kt, p.m, parallel ? tbb::this_task_arena::max_concurrency() : 1);
   const BlockedChoices choice = plan_blocked(kt, tn, p);
-  const bool pack_a = choice.pack_a, a_next = choice.a_next, rows_outer = choice.rows_outer;
   const size_t b_floats =
-      p.b_packed ? 0 : size_t(std::min(KC, p.k) * std::min(round_up(NC, NR), n_padded));
+      p.b_packed ? 0 : size_t(std::min(KC, p.k) * std::min(round_up(NC, NR), round_up(p.n, NR)));
   float* b_buf = given;
   TaskScratch a_scratch;
   if (!given) {
     if (b_floats > 0 && !(b_buf = thread_scratch(ScratchSlot::gemm_b).floats(b_floats)))
       return fail(Status::out_of_memory, "cannot allocate the packed B block");
-    if (!a_scratch.reserve(pack_a ? size_t(MC * std::min(KC, p.k)) : 0, parallel))
+    if (!a_scratch.reserve(choice.pack_a ? size_t(rb.mc_max * std::min(KC, p.k)) : 0, parallel))
       return fail(Status::out_of_memory, "cannot allocate the packed A blocks");
   }
+  const int64_t a_rs = p.ta ? 1 : p.lda, a_cs = p.ta ? p.lda : 1;
   for (int64_t jc = 0; jc < p.n; jc += NC) {
     const int64_t nc = std::min(NC, p.n - jc);
-    const int64_t panels = ceil_div(nc, NR);
     for (int64_t pc = 0; pc < p.k; pc += KC) {
       const int64_t kc = std::min(KC, p.k - pc);
-      const float beta = pc == 0 ? p.beta : 1.0f;
-      const float* bp;
-      if (p.b_packed) {
-        bp = p.b_packed + pc * n_padded + jc * kc;
-      } else if (p.b_packed16) {
-        // Widen this block's 16-bit panels into float32 ones (the same layout), once, shared by
-        // every task below: O(kc nc) conversions against O(m kc nc) products.
-        const uint16_t* src = p.b_packed16 + pc * n_padded + jc * kc;
-        for_grid(1, panels, parallel, [&](int64_t, int64_t, int64_t q0, int64_t q1) {
-          p.b16_widen((q1 - q0) * NR * kc, src + q0 * NR * kc, b_buf + q0 * NR * kc);
-        });
-        bp = b_buf;
-      } else {
-        // Pack this KC x NC block of op(B) once, shared by every task below.
-        for_grid(1, panels, parallel, [&](int64_t, int64_t, int64_t q0, int64_t q1) {
-          const int64_t j = jc + q0 * NR, cols = std::min(q1 * NR, nc) - q0 * NR;
-          const float* src = p.tb ? p.b + j * p.ldb + pc : p.b + pc * p.ldb + j;
-          kt.pack_b(p.tb, kc, cols, src, p.ldb, b_buf + q0 * NR * kc);
-        });
-        bp = b_buf;
-      }
-      const auto blocks = [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1, float* a_buf) {
-        for (int64_t ib = ib0; ib < ib1; ++ib) {
-          const int64_t ic = first_row(ib), mc = first_row(ib + 1) - ic;
-          const float* a_src = p.ta ? p.a + pc * p.lda + ic : p.a + ic * p.lda + pc;
-          if (pack_a) kt.pack_a(p.ta, mc, kc, a_src, p.lda, a_buf);
-          // Tile (q, ir): B panel q, the MR rows from ir (fewer in a partial tile, which is
-          // alone); whole tiles go as a run of `count` from it, along a row of tiles (across B
-          // panels) or down a column (across A panels).
-          auto tiles = [&](int64_t q, int64_t ir, int64_t count, bool along_row) {
-            const int64_t j = jc + q * NR, nr = std::min(NR, p.n - j);
-            const int64_t rows = std::min(MR, mc - ir);
-            const float* b_panel = bp + q * NR * kc;
-            float* c = p.c + (ic + ir) * p.ldc + j;
-            const float* a = pack_a ? a_buf + ir * kc : a_src + ir * a_rs;
-            if (rows == MR) {
-              arch::TileRun run =
-                  along_row ? arch::TileRun{count, 0, NR * kc, NR}
-                            : arch::TileRun{count, pack_a ? MR * kc : MR * a_rs, 0, MR * p.ldc};
-              if (!along_row) {
-                // Down a column the run reuses one B micro-panel; the next one (the next column,
-                // or the first of the next row block) was last read a whole B block ago and
-                // comes from L3, and the first tile to read it, left to the kernel's prefetches,
-                // ran 4 times slower than the others (6 x 64 at KC 1024: ~12% of a column of
-                // 28 tiles). The run brings it into L2 meanwhile.
-                const int64_t next = q + 1 < q1 ? q + 1 : ib + 1 < ib1 ? q0 : -1;
-                if (next >= 0) {
-                  run.l2_next = bp + next * NR * kc;
-                  run.l2_lines = ceil_div(NR * kc / arch::kLineFloats, count);
-                }
-                run.a_next = a_next;
-              }
-              if (pack_a)
-                kt.packed_run(run, kc, a, b_panel, c, p.ldc, nr, p.alpha, beta);
-              else
-                kt.strided_run(run, kc, a, a_rs, a_cs, b_panel, NR, c, p.ldc, nr, p.alpha, beta);
-            } else if (pack_a) {
-              kt.packed[rows](kc, a, b_panel, c, p.ldc, nr, p.alpha, beta);
-            } else {
-              kt.strided[rows](kc, a, a_rs, a_cs, b_panel, NR, c, p.ldc, nr, p.alpha, beta);
-            }
-          };
-          // Runs take whole tiles only: the panels with all NR columns, the rows of whole MR.
-          const int64_t whole_q1 = std::max(q0, std::min(q1, nc / NR)), whole_rows = mc / MR * MR;
-          if (rows_outer) {
-            for (int64_t ir = 0; ir < mc; ir += MR) {
-              const int64_t q_rest = ir < whole_rows ? whole_q1 : q0;
-              if (q_rest > q0) tiles(q0, ir, q_rest - q0, true);
-              for (int64_t q = q_rest; q < q1; ++q) tiles(q, ir, 1, true);
-            }
-          } else {
-            for (int64_t q = q0; q < q1; ++q) {
-              if (whole_rows > 0) tiles(q, 0, whole_rows / MR, false);
-              if (whole_rows < mc) tiles(q, whole_rows, 1, false);
-            }
-          }
-        }
-      };
-      for_grid(row_blocks, panels, parallel, [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
-        if (given)
-          blocks(ib0, ib1, q0, q1, given + b_floats);
-        else
-          a_scratch.with_slice([&](float* a_buf) { blocks(ib0, ib1, q0, q1, a_buf); });
-      });
+      const BlockedStep s{kt,
+                          p,
+                          rb,
+                          choice,
+                          a_rs,
+                          a_cs,
+                          jc,
+                          nc,
+                          pc,
+                          kc,
+                          pc == 0 ? p.beta : 1.0f,
+                          b_block(kt, p, jc, nc, pc, kc, parallel, b_buf)};
+      for_grid(rb.count, ceil_div(nc, NR), parallel,
+               [&](int64_t ib0, int64_t ib1, int64_t q0, int64_t q1) {
+                 if (given)
+                   blocked_row_blocks(s, ib0, ib1, q0, q1, given + b_floats);
+                 else
+                   a_scratch.with_slice(
+                       [&](float* a_buf) { blocked_row_blocks(s, ib0, ib1, q0, q1, a_buf); });
+               });
     }
   }
   return Status::ok;
