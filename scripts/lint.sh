@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 files=$(git ls-files '*.cpp' '*.hpp' '*.h' '*.c' 2>/dev/null || find include src arch tests bench examples -name '*.[ch]pp' -o -name '*.[ch]')
 echo "lint: clang-format"
 clang-format --dry-run -Werror $files
+echo "lint: layout (rooms, include direction, file and function sizes)"
+bash scripts/check_layout.sh
 echo "lint: cppcheck"
 cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --std=c++17 \
   --inline-suppr -I include -I . -I src src arch
