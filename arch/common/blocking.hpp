@@ -41,8 +41,7 @@ struct GemmBlocking {
   int stream16_bcast = 0;
   // Vectors of columns of the few-row kernels on a 16-bit B read in place (wide16): 2, or 4 where
   // 4 rows x 4 vectors of accumulators fit beside the widened B (32 registers: AVX-512's zmm,
-  // 16 + 4 + 1; AArch64's q, where llvm-mca puts the 4-row f16 loop at 4.0 flops per cycle on
-  // cortex-a72 and neoverse-n1 against 3.0 with 2 vectors, bf16 at 3.4 against 3.0).
+  // 16 + 4 + 1; AArch64's q, where llvm-mca puts the 4-row loop ahead of 2 vectors).
   int wide16_nv = 2;
 };
 
@@ -53,39 +52,27 @@ constexpr int dot16_cols_of(const GemmBlocking& g) {
   return g.dot16_cols ? g.dot16_cols : g.dot_cols;
 }
 
-// AVX-512 (Skylake-SP .. Emerald Rapids: 32 zmm, L1d 32-48 KB, L2 1-2 MB per core).
+// AVX-512 (32 zmm; L1d 32-48 KB, L2 1-2 MB per core on the parts that have it).
 //   14 x 32: 28 accumulators + 2 B vectors + 1 broadcast = 31 zmm.
 //   KC 512: the B micro-panel, 512 x 32 x 4 B = 64 KB, is larger than L1 and streams from L2
 //   (64 B/cycle, against the 128 B of B a k step needs every 14 cycles; the hardware
 //   prefetcher keeps ahead of a sequential panel). What KC buys is fewer passes over C: each
-//   pass reads and writes all of C, 32 MB at 2048^2, once per KC block of k. Measured at
-//   1 thread, best of 15: 2048^3 132 GFLOP/s with KC 192, 150 with 384, 155 with 512, 154 with
-//   768 (512^3 and 1024^3 alike); the micro-kernel alone on an L2 block is flat from 192 to 512.
-//   MC 336 (24 panels): A block 336 x 512 x 4 B = 672 KB, a third of a 2 MB L2.
+//   pass reads and writes all of C, 32 MB at 2048^2, once per KC block of k; the micro-kernel
+//   alone on an L2 block is flat from KC 192 to 512.
+//   MC 336 (24 panels): A block 336 x 512 x 4 B = 672 KB, a third of a 2 MB L2 (two thirds of a
+//   1 MB one, with a KC 256 B micro-panel then 32 KB: neither change gained, docs/design.md §12).
 //   NC 4096: B block 512 x 4096 x 4 B = 8 MB, in L3.
-//   Checked again on Zen 5 (L1d 48 KB, L2 1 MB: the A block then takes two thirds of L2, and a
-//   KC 256 B micro-panel, 32 KB, would stay in L1), 1 thread, alternated rounds, medians,
-//   GFLOP/s at 1024^3 / 2048^3: KC 512 MC 336 255.8 / 253.4; KC 256 250.3 / 243.9; KC 384
-//   253.9 / 244.0; and in another round (base 256.8 / 260.0) MC 168 256.7 / 257.2, KC 384 with
-//   MC 224 254.2 / 248.1. Nothing beat the table.
 //   Small products with B^T (one thread): 4 x 64 tiles, 16 accumulators, 4 broadcasts and 4 B
 //   loads per 16 FMAs; a 64^3 product is 16 of them, all whole, where 14 x 32 leaves an 8-row
-//   tail (gemm_small_tiles in src/gemm/gemm_driver.cpp has the measurements).
+//   tail (the choice: gemm_small_tiles in src/gemm/gemm_driver.cpp).
 //   Small products with B in whole 64-column panels read B in place with the same tiles only
-//   on AMD (GemmKernels::small_b_in_place). Their 4 B loads per 16 FMAs each straddle two lines
-//   when B starts 16 bytes past one; Zen loads such a vector at the cost of one, Intel at the
-//   cost of two. Zen 5, 64^3 with every operand 16 bytes past a line, medians of 30000 calls:
-//   14 x 32 271 GFLOP/s, 4 x 64 281 (OpenBLAS 277). Sapphire Rapids, 64^3 through sgemm, alternated
-//   medians: 14 x 32 155.8 GFLOP/s, 4 x 64 133.8 (the kernels alone on aligned rows: 161.5 and
-//   155.4). Zen 4, alternated medians, GFLOP/s, 14 x 32 (6 x 64 at 128^3) -> 4 x 64: 1 thread 64^3
-//   106.6 -> 112.2, 64 x 64 x 32 99.1 -> 109.3, 128^3 107.0 -> 109.3 (B past L1; B packed the
-//   same); 2 threads, rows split, 64^3 130.1 -> 146.2, 128^3 192.6 -> 202.5, 128 x 128 x 32 132.0
-//   -> 160.0. n = 96 or 100 (a partial panel) gained nothing, and n = 32 lost half (a padded panel
-//   doubles the work), so partial panels keep the MR x NR tiles. A B whose k rows span past L1
-//   (128^3 on Zen 5: 196 GFLOP/s in place) is packed a panel at a time instead (256;
-//   small_tiles_form in src/gemm/gemm_driver.cpp has the measurements). Past the small products,
-//   k <= 128 with A within 2 MB takes the same packed panels (attention's 4096 x 4096 x 64
-//   scores among them; measurements there too).
+//   where a load that straddles two lines costs one (Tuning::small_b_in_place, the CPU class
+//   row's flag): their 4 B loads per 16 FMAs each straddle two lines when B starts 16 bytes
+//   past one. A partial panel (n = 96 or 100) gains nothing from 4 x 64 and n = 32 loses half
+//   (a padded panel doubles the work), so partial panels keep the MR x NR tiles. A B whose k
+//   rows span past L1 is packed a panel at a time instead (small_tiles_form in
+//   src/gemm/gemm_driver.cpp). Past the small products, k <= 128 with A within 2 MB takes the
+//   same packed panels (attention's 4096 x 4096 x 64 scores among them).
 inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4, 4, 48, 0, 0, 0, 4};
 
 // AVX-512, the deep tile (GemmKernels::deep): blocked products with k > 128 and n >= 4 NR,
@@ -101,27 +88,17 @@ inline constexpr GemmBlocking kAvx512Gemm{14, 2, 512, 336, 4096, 4, 4, 24, 8, 4,
 //   MC 168 (28 panels): A block 168 x 1024 x 4 B = 672 KB, which with one B micro-panel
 //   (928 KB) fills a 1 MB L2.
 //   NC 4096: B block 1024 x 4096 x 4 B = 16 MB, in L3.
-//   Zen 5 (L1d 48 KB, L2 1 MB), alternated medians, GFLOP/s:
-//   - 14 x 32 -> 6 x 64, KC 512, MC 336, 1 thread: 1024^3 266.3 -> 272.1, 2048^3 264.4 ->
-//     266.3, 512^3 (16-byte aligned B) 271.8 -> 275.5; 2 threads 1024^3 500.5 -> 506.1,
-//     2048^3 509.2 -> 516.3.
-//   - KC 512 MC 336 -> KC 1024 MC 168, 1 / 2 threads: 1024^3 275.1 -> 277.2 / 514.1 -> 522.2,
-//     2048^3 267.6 -> 272.1 / 505.1 -> 510.1. KC 256: 2-3% slower than 512; KC 768 (MC 216)
-//     and KC 2048 (MC 84) no better than 1024; MC 120 or 252 with KC 1024 the same as 168.
-//   - Where 14 x 32 stays (6 x 64 everywhere, KC 512): k <= 128, rows outer (Q K^T 4096 x 4096
-//     x 64 261.2 -> 247.1); the in-place mid-size path (512^3 with aligned B 264.6 -> 250.3).
-//     Narrow products of whole 64-column panels (P V, n = 64 or 128) went to 6 x 64 later, at
-//     KC 1024: on Zen 4 (L1d 8-way) the 14 rows of A read in place, lda a multiple of 1024
-//     floats, shared one L1 set, 78.9 -> 104.8 GFLOP/s (blocked_kernels in gemm_driver.cpp; on
-//     Zen 5 at KC 512 it had measured 233.3 -> 222.8). 12 x 32 (24 accumulators)
-//     fell between the two tiles: 1024^3 266.5, 2048^3 268.5.
+//   14 x 32 stays where k <= 128 with rows outer (the score products) and on the in-place
+//   mid-size path: there the 14-row tile reads fewer B bytes per FMA than 6 x 64 reads of A.
+//   Narrow products of whole 64-column panels (P V, n = 64 or 128) take 6 x 64: the 14 rows
+//   of an A read in place with lda a multiple of 1024 floats fall in one set of an 8-way L1,
+//   6 rows do not. The measurements behind each choice: docs/design.md §12.
 inline constexpr GemmBlocking kAvx512DeepGemm{6, 4, 1024, 168, 4096, 4, 4, 24, 8};
 
-// AVX2 + FMA (Haswell .. Zen: 16 ymm, L1d 32 KB, L2 256 KB-1 MB).
+// AVX2 + FMA (16 ymm, L1d 32 KB, L2 256 KB-1 MB).
 //   6 x 16: 12 accumulators + 2 B vectors + 1 broadcast = 15 ymm.
 //   KC 512: B micro-panel 512 x 16 x 4 B = 32 KB, L1 on most of these cores (streaming from L2
-//   where it is not); as on AVX-512, fewer passes over C: 1024^3 on 1 thread (TESSERA_ISA=avx2
-//   on this AVX-512 machine) 73 GFLOP/s with KC 256, 80 with KC 512 (85% of the AVX2 peak).
+//   where it is not); as on AVX-512, fewer passes over C than KC 256 (docs/design.md §12).
 //   MC 144 (24 panels): 144 x 512 x 4 B = 288 KB, within a 1 MB L2 (just over a 256 KB one).
 //   16-bit dot tile 4 x 2: 8 accumulators + 4 A + 2 widened B = 14 ymm. The float32 2 x 4 tile
 //   would widen each B vector twice for decode's 4 query rows per K/V head (vcvtph2ps is two
@@ -133,21 +110,20 @@ inline constexpr GemmBlocking kAvx2Gemm{6, 2, 512, 144, 4096, 2, 4, 12, 8, 0, 0,
 //   KC 256: 256 x 8 x 4 B = 8 KB; MC 128: 128 KB.
 inline constexpr GemmBlocking kSse2Gemm{4, 2, 256, 128, 4096, 2, 4, 12, 8, 0, 0, 24};
 
-// AArch64 NEON (Cortex-A53 .. Neoverse N1: 32 q registers, L1d 32-64 KB, L2 128 KB-1 MB).
+// AArch64 NEON (32 q registers, L1d 32-64 KB, L2 128 KB-1 MB on the cores it serves).
 //   8 x 12: 24 accumulators + 3 B vectors + 2 A vectors (lane-indexed FMA) = 29 q.
 //   KC 256: 256 x 12 x 4 B = 12 KB; MC 128 (16 panels): 128 KB, half of a 256 KB L2.
 //   NC 3072 (= 256 NR): 3 MB B block.
 //   The 8 x 12 kernels that read A in place (strided, and fused attention's P rows) take 8 A
 //   elements per k step into 8 registers instead of 2: with 24 accumulators and 3 B vectors that
 //   is 35, and GCC keeps one accumulator on the stack (an ldr q and a str q per k step, which
-//   scripts/check_neon_loops.sh reports). llvm-mca on that loop: 24 cycles per 24 fmla on
-//   Cortex-A72 and Neoverse N1 (the FMA bound: the spill rides the load/store pipes), 78 on
-//   Cortex-A53. Gathering the 8 elements into 2 q registers with lane loads (ld1 {v.s}[i]) frees
-//   the registers but chains each load on the last write of its register: 56 cycles on A72 and
-//   N1, 69 on A53. The spill stays.
+//   scripts/check_neon_loops.sh reports). The spill rides the load/store pipes beside an
+//   FMA-bound loop; gathering the 8 elements into 2 q registers with lane loads (ld1 {v.s}[i])
+//   frees the registers but chains each load on the last write of its register, which is
+//   slower (llvm-mca's cycles for both: docs/design.md §12). The spill stays.
 inline constexpr GemmBlocking kNeon64Gemm{8, 3, 256, 128, 3072, 4, 4, 16, 8, 0, 0, 16, 0, 0, 0, 4};
 
-// ARMv7 NEON with VFPv4 (Cortex-A7/A9/A15: 16 q registers, L1d 32 KB, L2 256-512 KB).
+// ARMv7 NEON with VFPv4 (16 q registers, L1d 32 KB, L2 256-512 KB).
 //   4 x 8: 8 accumulators + 2 B + 1 broadcast = 11 q (no lane-indexed vfma on ARMv7).
 //   KC 256: 8 KB; MC 64: 64 KB.
 //   16-bit rows streamed (rows_stream16) with 4 broadcasts, not 8: at 4 rows x 2 broadcasts, 4 sums
