@@ -11,6 +11,7 @@
 #include "tessera/reference.hpp"
 #include "tessera/tessera.h"
 #include "test_util.hpp"
+#include "testers.hpp"
 
 using tessera::Status;
 namespace ref = tessera::reference;
@@ -39,7 +40,7 @@ struct Data {
 class AdditiveBatch : public tt::IsaTest {};
 TESSERA_INSTANTIATE_PER_ISA(AdditiveBatch);
 
-TEST_P(AdditiveBatch, OddSizesAgainstReference) {
+void odd_sizes_against_reference() {
   const Case cases[] = {{1, 1, 1, 1, 1},     {3, 3, 17, 3, 17},    {3, 17, 63, 17, 65},
                         {4, 63, 65, 17, 3},  {3, 65, 17, 63, 256}, {3, 130, 33, 16, 17},
                         {2, 257, 16, 8, 64}, {5, 129, 3, 1, 1}};
@@ -67,9 +68,11 @@ TEST_P(AdditiveBatch, OddSizesAgainstReference) {
                                                   d.w_dec.data(), d.v.data(), ctx2.data()),
                 Status::ok);
       EXPECT_EQ(std::memcmp(ctx.data(), ctx2.data(), ctx.size() * 4), 0);
-      if (HasFailure()) return;
+      if (::testing::Test::HasFailure()) return;
     }
 }
+
+TEST_P(AdditiveBatch, OddSizesAgainstReference) { odd_sizes_against_reference(); }
 
 // A state of the batch equals the same state alone (its own sequence, its own length).
 TEST_P(AdditiveBatch, EachStateIndependentOfTheOthers) {
@@ -133,3 +136,27 @@ TEST(AdditiveBatchApi, BadArgumentsNameTheArgumentAndWriteNothing) {
 }
 
 }  // namespace
+
+// The batched step over odd sizes and valid lengths, and the one-shot and keys-then-step forms,
+// against the reference.
+void testers::additive_ops() {
+  odd_sizes_against_reference();
+  const int64_t L = 37, E = 24, Dd = 18, A = 13;
+  const auto enc = tt::random_vec(L * E, 1), dec = tt::random_vec(Dd, 2);
+  const auto we = tt::random_vec(E * A, 3), wd = tt::random_vec(Dd * A, 4),
+             v = tt::random_vec(A, 5);
+  std::vector<float> ctx(E), w(L), ctx2(E), w2(L), keys(L * A), rctx(E), rw(L);
+  ASSERT_EQ(tessera::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
+                                        v.data(), ctx.data(), w.data()),
+            Status::ok);
+  ASSERT_EQ(tessera::additive_keys(L, E, A, enc.data(), we.data(), keys.data()), Status::ok);
+  ASSERT_EQ(tessera::additive_attention_step(L, E, Dd, A, enc.data(), keys.data(), dec.data(),
+                                             wd.data(), v.data(), ctx2.data(), w2.data()),
+            Status::ok);
+  ref::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(), v.data(),
+                          rctx.data(), rw.data());
+  EXPECT_LE(tt::rel_err(ctx, rctx), 1e-5);
+  EXPECT_LE(tt::rel_err(w, rw), 1e-5);
+  EXPECT_LE(tt::rel_err(ctx2, rctx), 1e-5);
+  EXPECT_LE(tt::rel_err(w2, rw), 1e-5);
+}

@@ -9,6 +9,7 @@
 
 #include "attention_tester.hpp"
 #include "data/seed_examples.inc"
+#include "testers.hpp"
 
 namespace {
 
@@ -66,7 +67,7 @@ void set_option(AttentionTester& t, int option) {
   }
 }
 
-TEST_P(Attention, EveryOptionAgainstReference) {
+void every_option() {
   uint32_t seed = 100;
   for (bool bshd : {false, true})
     for (int option = 0; option < 10; ++option)
@@ -77,33 +78,36 @@ TEST_P(Attention, EveryOptionAgainstReference) {
         set_option(t, option);
         if (seed % 2) t.with_lse();
         t.test(1e-5, seed++);
-        if (HasFatalFailure()) return;
+        if (::testing::Test::HasFatalFailure()) return;
       }
 }
 
+TEST_P(Attention, EveryOptionAgainstReference) { every_option(); }
+
 // f16 and bf16 K/V: every option, both layouts, the decode (split-KV, few rows) and prefill
 // (packed tiles) paths, against the reference run on the same 16-bit inputs, so the float32
-// tolerance holds.
-TEST_P(Attention, HalfPrecisionKeysAndValues) {
+// tolerance holds. `pairs`: how many of the four type pairs.
+void half_precision_kv(size_t pairs = 4) {
   uint32_t seed = 700;
   constexpr tessera_dtype F32 = TESSERA_F32, F16 = TESSERA_F16, BF16 = TESSERA_BF16;
-  for (auto types :
-       {std::array<tessera_dtype, 2>{F16, F16}, std::array<tessera_dtype, 2>{BF16, BF16},
-        std::array<tessera_dtype, 2>{F16, F32}, std::array<tessera_dtype, 2>{F32, BF16}})
+  const std::array<tessera_dtype, 2> all[] = {{F16, F16}, {BF16, BF16}, {F16, F32}, {F32, BF16}};
+  for (size_t i = 0; i < pairs; ++i)
     for (int option = 0; option < 10; ++option)
       // q_len, kv_len, q_heads, kv_heads, head_dim, value_dim
       for (auto shape : {std::array<int64_t, 6>{1, 700, 8, 2, 64, 64},
                          std::array<int64_t, 6>{3, 300, 4, 1, 17, 33},
                          std::array<int64_t, 6>{65, 301, 2, 2, 40, 24}}) {
         AttentionTester t(2, shape[2], shape[3], shape[0], shape[1], shape[4], shape[5]);
-        t.kv_types(types[0], types[1]);
+        t.kv_types(all[i][0], all[i][1]);
         if (seed % 2) t.bshd();
         set_option(t, option);
         if (seed % 3 == 0) t.with_lse();
         t.test(1e-5, seed++);
-        if (HasFatalFailure()) return;
+        if (::testing::Test::HasFatalFailure()) return;
       }
 }
+
+TEST_P(Attention, HalfPrecisionKeysAndValues) { half_precision_kv(); }
 
 // Top-left causal: query 0 sees only key 0, so O_0 = v_0 exactly.
 TEST_P(Attention, CausalRowZeroIsFirstValue) {
@@ -355,21 +359,22 @@ TEST_P(Attention, PlusInfinityBiasRows) {
 }
 
 // +inf scores on every path (packed prefill, few-row decode, split-KV decode merging chunks),
-// in the first, a middle and the last key tile, after finite mass, with a NaN in the same
-// row, against the reference. (These rows once went to the reference at run time: O(L^2).)
-TEST_P(Attention, PlusInfinityScoresOnEveryPath) {
+// in the first, a middle and the last key tile, the very last key alone (the last lane of the
+// last tile), after finite mass, with a NaN in the same row, against the reference. (These rows
+// once went to the reference at run time: O(L^2).)
+void plus_infinity_scores() {
   struct Shape {
-    int64_t q_heads, kv_heads, q_len, kv_len;
+    int64_t q_heads, kv_heads, q_len, kv_len, first;  // first: row 0's case below
   };
-  for (const Shape s :
-       {Shape{2, 1, 100, 700}, Shape{4, 2, 4, 1500}, Shape{1, 1, 1, 3000}, Shape{8, 1, 40, 300}}) {
+  for (const Shape s : {Shape{2, 1, 100, 700, 0}, Shape{4, 2, 4, 1500, 1}, Shape{1, 1, 1, 3000, 1},
+                        Shape{1, 1, 1, 2001, 4}, Shape{8, 1, 40, 300, 0}}) {
     AttentionTester t(1, s.q_heads, s.kv_heads, s.q_len, s.kv_len, 32, 24);
     auto& p = t.with_lse().build(77);
     const int64_t L = s.kv_len;
     std::vector<float> bias(size_t(s.q_len * L), 0.0f);
     for (int64_t i = 0; i < s.q_len; ++i) {
       float* row = bias.data() + i * L;
-      switch ((i + (s.q_len == 1 ? 1 : 0)) % 4) {
+      switch ((i + s.first) % 5) {
         case 1:
           row[3] = row[L - 5] = tt::kInf;
           break;  // first and last tile
@@ -378,6 +383,9 @@ TEST_P(Attention, PlusInfinityScoresOnEveryPath) {
           break;  // after finite mass
         case 3:
           row[5] = tt::kInf, row[L - 2] = tt::kNaN;  // a NaN later: the row is NaN
+          break;
+        case 4:
+          row[L - 1] = tt::kInf;  // the last key alone
       }
     }
     p.d.bias = bias.data();
@@ -392,6 +400,8 @@ TEST_P(Attention, PlusInfinityScoresOnEveryPath) {
     EXPECT_LE(tt::rel_err(p.lse, ref_lse), 1e-5) << s.q_len << " x " << L;
   }
 }
+
+TEST_P(Attention, PlusInfinityScoresOnEveryPath) { plus_infinity_scores(); }
 
 // A query whose every score is NaN (a NaN in q) is a NaN row, on every path; it was once
 // taken for a row that sees no key, and came back as zeros (found by tests/fuzz).
@@ -436,3 +446,11 @@ TEST_P(Attention, BitwiseIdenticalForAnyThreadCount) {
 }
 
 }  // namespace
+
+// Every option on both layouts, f16 K/V on the decode and prefill paths, and +inf scores on
+// every path.
+void testers::attention_ops() {
+  every_option();
+  half_precision_kv(1);
+  plus_infinity_scores();
+}

@@ -16,6 +16,7 @@
 #include "tessera/convert.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
+#include "testers.hpp"
 
 namespace {
 
@@ -91,25 +92,32 @@ void test_widen(const KernelRow& row, bool f16) {
   }
 }
 
+}  // namespace
+
+// The conversions' tester (a registered convert_* kernel against the reference, bit for bit).
+void testers::convert_kernel(const KernelRow& row) {
+  switch (row.family) {
+    case KernelFamily::convert_f32_f16:
+      return test_narrow(row, true);
+    case KernelFamily::convert_f32_bf16:
+      return test_narrow(row, false);
+    case KernelFamily::convert_f16_f32:
+      return test_widen(row, true);
+    case KernelFamily::convert_bf16_f32:
+      return test_widen(row, false);
+    default:
+      FAIL() << row.name << " is not a conversion";
+  }
+}
+
+namespace {
+
 TEST(Convert, EveryRegisteredKernelMatchesTheReferenceBitForBit) {
   int tested = 0;
   for (const KernelRow& row : tessera::detail::kernel_registry()) {
-    switch (row.family) {
-      case KernelFamily::convert_f32_f16:
-        test_narrow(row, true);
-        break;
-      case KernelFamily::convert_f32_bf16:
-        test_narrow(row, false);
-        break;
-      case KernelFamily::convert_f16_f32:
-        test_widen(row, true);
-        break;
-      case KernelFamily::convert_bf16_f32:
-        test_widen(row, false);
-        break;
-      default:
-        continue;
-    }
+    if (row.family < KernelFamily::convert_f32_f16 || row.family > KernelFamily::convert_bf16_f32)
+      continue;
+    testers::convert_kernel(row);
     ++tested;
     if (::testing::Test::HasFatalFailure()) return;
   }

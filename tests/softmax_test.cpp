@@ -8,6 +8,7 @@
 #include "tessera/reference.hpp"
 #include "tessera/softmax.hpp"
 #include "test_util.hpp"
+#include "testers.hpp"
 
 namespace {
 
@@ -91,34 +92,7 @@ TEST_P(Softmax, NegativeAndZeroScales) {
   }
 }
 
-TEST_P(Softmax, MatchesReferenceAndSumsToOne) {
-  // Register-resident rows end at 16 columns on SSE2, 32 on AVX2, 128 on AVX-512 (last vector
-  // whole or partial); the exp-store groups take over above.
-  for (int64_t cols :
-       {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 113, 128, 129, 255, 1000, 4099}) {
-    const int64_t rows = 5, ld = cols + 3;
-    const auto x = tt::random_vec(size_t(rows * ld), uint32_t(cols), -20.0f, 20.0f);
-    for (float scale : {1.0f, 0.125f}) {
-      std::vector<float> y(x.size(), 7.0f), ref(x.size(), 7.0f);
-      ASSERT_EQ(tessera::softmax(rows, cols, x.data(), ld, y.data(), ld, scale), Status::ok);
-      tessera::reference::softmax(rows, cols, x.data(), ld, ref.data(), ld, scale);
-      EXPECT_LE(tt::rel_err(y, ref), 1e-5) << "cols " << cols;
-      for (int64_t r = 0; r < rows; ++r) {
-        double sum = 0.0;
-        for (int64_t j = 0; j < cols; ++j) sum += y[r * ld + j];
-        EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << r << " cols " << cols;
-        for (int64_t j = cols; j < ld; ++j) EXPECT_EQ(y[r * ld + j], 7.0f) << "wrote past cols";
-      }
-      ASSERT_EQ(tessera::log_softmax(rows, cols, x.data(), ld, y.data(), ld, scale), Status::ok);
-      tessera::reference::log_softmax(rows, cols, x.data(), ld, ref.data(), ld, scale);
-      EXPECT_LE(tt::rel_err(y, ref), 1e-5) << "cols " << cols;
-      std::vector<float> lse(rows), lse_ref(rows);
-      ASSERT_EQ(tessera::logsumexp(rows, cols, x.data(), ld, scale, lse.data()), Status::ok);
-      tessera::reference::logsumexp(rows, cols, x.data(), ld, scale, lse_ref.data());
-      EXPECT_LE(tt::rel_err(lse, lse_ref), 1e-6) << "cols " << cols;
-    }
-  }
-}
+TEST_P(Softmax, MatchesReferenceAndSumsToOne) { testers::softmax_ops(); }
 
 TEST_P(Softmax, InPlace) {
   // 9 short rows (in groups of two or four, by row length, and one alone), one with a NaN whose
@@ -408,3 +382,36 @@ TEST(OnlineSoftmax, MergeOfPartsEqualsWhole) {
 }
 
 }  // namespace
+
+// Rows at the edges of the register rows and the exp-store groups (5 rows: row groups and one
+// alone), and a row long enough to be done in chunks, against the reference; the rows sum to 1
+// and nothing past cols is written.
+void testers::softmax_ops() {
+  using tessera::Status;
+  // Register-resident rows end at 16 columns on SSE2, 32 on AVX2, 128 on AVX-512 (last vector
+  // whole or partial); the exp-store groups take over above; past 16K columns, chunks.
+  for (int64_t cols :
+       {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 113, 128, 129, 255, 1000, 4099, 40000}) {
+    const int64_t rows = 5, ld = cols + 3;
+    const auto x = tt::random_vec(size_t(rows * ld), uint32_t(cols), -20.0f, 20.0f);
+    for (float scale : {1.0f, 0.125f}) {
+      std::vector<float> y(x.size(), 7.0f), ref(x.size(), 7.0f);
+      ASSERT_EQ(tessera::softmax(rows, cols, x.data(), ld, y.data(), ld, scale), Status::ok);
+      tessera::reference::softmax(rows, cols, x.data(), ld, ref.data(), ld, scale);
+      EXPECT_LE(tt::rel_err(y, ref), 1e-5) << "cols " << cols;
+      for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < cols; ++j) sum += y[r * ld + j];
+        EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << r << " cols " << cols;
+        for (int64_t j = cols; j < ld; ++j) EXPECT_EQ(y[r * ld + j], 7.0f) << "wrote past cols";
+      }
+      ASSERT_EQ(tessera::log_softmax(rows, cols, x.data(), ld, y.data(), ld, scale), Status::ok);
+      tessera::reference::log_softmax(rows, cols, x.data(), ld, ref.data(), ld, scale);
+      EXPECT_LE(tt::rel_err(y, ref), 1e-5) << "cols " << cols;
+      std::vector<float> lse(rows), lse_ref(rows);
+      ASSERT_EQ(tessera::logsumexp(rows, cols, x.data(), ld, scale, lse.data()), Status::ok);
+      tessera::reference::logsumexp(rows, cols, x.data(), ld, scale, lse_ref.data());
+      EXPECT_LE(tt::rel_err(lse, lse_ref), 1e-6) << "cols " << cols;
+    }
+  }
+}

@@ -15,6 +15,7 @@
 #include "arch/kernels.hpp"
 #include "src/runtime/dispatch.hpp"
 #include "test_util.hpp"
+#include "testers.hpp"
 
 namespace {
 
@@ -247,4 +248,48 @@ TEST(Transcendental, TanhWithinTwoUlpEverywhere) {
   }
 }
 
+// Every length from 1 to past four vectors, at every offset of a vector: the vector bodies and
+// the tails of exp, its x <= 0 and shifted forms, and tanh, each element within its bound (the
+// sweeps above call whole blocks, so only this sees a tail lane).
+TEST(Transcendental, EveryLengthAndOffset) {
+  for (auto* t : tables()) {
+    SCOPED_TRACE(t->name);
+    testers::transcendental_kernels(*t);
+  }
+}
+
 }  // namespace
+
+void testers::transcendental_kernels(const tessera::arch::KernelTable& t) {
+  const int64_t W = t.simd_floats, top = 4 * W + 3;
+  const auto x = tt::random_vec(size_t(top + W), 77, -80.0f, 80.0f);
+  std::vector<float> xn(x.size()), y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xn[i] = -std::fabs(x[i]);
+  const bool has_fma = std::strcmp(t.name, "sse2") != 0;
+  for (int64_t n = 1; n <= top; ++n)
+    for (int64_t off = 0; off < W; ++off) {
+      const float* in = x.data() + off;
+      t.softmax.exp(n, in, y.data());
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_LE(ulp_error(y[size_t(i)], std::exp(double(in[i]))), 2.0)
+            << "exp, n " << n << " offset " << off << " element " << i;
+      t.softmax.exp_nonpositive(n, xn.data() + off, y.data());
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_LE(ulp_error(y[size_t(i)], std::exp(double(xn[size_t(off + i)]))), 2.0)
+            << "exp_nonpositive, n " << n << " offset " << off << " element " << i;
+      t.softmax.tanh(n, in, y.data());
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_LE(ulp_error(y[size_t(i)], std::tanh(double(in[i]))), 2.0)
+            << "tanh, n " << n << " offset " << off << " element " << i;
+      const float scale = 0.5f, shift = 3.0f;  // u in [-43, 37]
+      t.softmax.exp_shifted(n, in, scale, shift, y.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const double xs = double(in[i]) * scale, u = xs - shift, ref = std::exp(u);
+        const double bound =
+            2.0 * std::ldexp(1.0, -23) +
+            std::ldexp(1.0, -24) * (2.5 * std::fabs(u) + (has_fma ? 0.0 : std::fabs(xs)));
+        ASSERT_LE(std::fabs(double(y[size_t(i)]) - ref) / ref, bound)
+            << "exp_shifted, n " << n << " offset " << off << " element " << i;
+      }
+    }
+}

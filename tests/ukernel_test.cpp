@@ -20,6 +20,7 @@
 #include "src/runtime/registry.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
+#include "testers.hpp"
 
 namespace {
 
@@ -501,7 +502,61 @@ TEST(Ukernel, EveryF16ValueWidensExactly) {
   }
 }
 
-TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
+}  // namespace
+
+// The tester of the registered kernel's family: the kernel called directly on its contract's
+// edge lattice (the conversions: convert_test.cpp).
+void testers::registered_kernel(const KernelRow& row) {
+  const auto* t = tessera::detail::find_table(row.table);
+  ASSERT_NE(t, nullptr) << row.table;
+  const int64_t w = t->simd_floats;
+  switch (row.family) {
+    case KernelFamily::gemm_packed:
+    case KernelFamily::gemm_packed_narrow:
+    case KernelFamily::gemm_rows_bk:
+      return test_packed(row, w);
+    case KernelFamily::gemm_row_panels:
+    case KernelFamily::gemm_row_panels_b_f16:
+    case KernelFamily::gemm_row_panels_b_bf16:
+      return test_row_panels(row);
+    case KernelFamily::gemm_strided:
+    case KernelFamily::gemm_strided_narrow:
+    case KernelFamily::gemm_wide:
+    case KernelFamily::gemm_wide_prefetching:
+      return test_strided(row, w);
+    case KernelFamily::gemm_dot:
+    case KernelFamily::gemm_dot_stream:
+      return test_dot(row);
+    case KernelFamily::gemm_dot_b_f16:
+    case KernelFamily::gemm_dot_b_bf16:
+      return test_dot16(row, row.family == KernelFamily::gemm_dot_b_bf16);
+    case KernelFamily::gemm_wide_b_f16:
+    case KernelFamily::gemm_wide_b_bf16:
+      return test_wide16(row, row.family == KernelFamily::gemm_wide_b_bf16);
+    case KernelFamily::gemm_rows_stream:
+    case KernelFamily::gemm_rows_stream_b_f16:
+    case KernelFamily::gemm_rows_stream_b_bf16:
+      return test_stream(row);
+    case KernelFamily::hgemm_packed:
+      return test_hgemm(row);
+    case KernelFamily::gemm_bf16_dot_packed:
+      return test_bf16_dot(row, t->bf16dot);
+    case KernelFamily::gemm_bf16_dot_nt:
+      return test_bf16_dot_nt(row);
+    case KernelFamily::convert_f32_f16:
+    case KernelFamily::convert_f16_f32:
+    case KernelFamily::convert_f32_bf16:
+    case KernelFamily::convert_bf16_f32:
+      return testers::convert_kernel(row);
+    case KernelFamily::count:
+      break;
+  }
+  FAIL() << row.name << ": no tester for its family";
+}
+
+namespace {
+
+TEST(Ukernel, EveryRegisteredKernelOnItsEdgeLattice) {
   const auto registry = tessera::detail::kernel_registry();
   ASSERT_FALSE(registry.empty());
   std::set<std::string> tables, names;
@@ -509,63 +564,12 @@ TEST(Ukernel, EveryRegisteredGemmKernelOnItsEdgeLattice) {
     SCOPED_TRACE(row.name);
     EXPECT_TRUE(names.insert(row.name).second) << "registered twice: " << row.name;
     tables.insert(row.table);
-    const auto* t = tessera::detail::find_table(row.table);
-    ASSERT_NE(t, nullptr);
-    const int64_t w = t->simd_floats;
-    switch (row.family) {
-      case KernelFamily::gemm_packed:
-      case KernelFamily::gemm_packed_narrow:
-      case KernelFamily::gemm_rows_bk:
-        test_packed(row, w);
-        break;
-      case KernelFamily::gemm_row_panels:
-      case KernelFamily::gemm_row_panels_b_f16:
-      case KernelFamily::gemm_row_panels_b_bf16:
-        test_row_panels(row);
-        break;
-      case KernelFamily::gemm_strided:
-      case KernelFamily::gemm_strided_narrow:
-      case KernelFamily::gemm_wide:
-      case KernelFamily::gemm_wide_prefetching:
-        test_strided(row, w);
-        break;
-      case KernelFamily::gemm_dot:
-      case KernelFamily::gemm_dot_stream:
-        test_dot(row);
-        break;
-      case KernelFamily::gemm_dot_b_f16:
-      case KernelFamily::gemm_dot_b_bf16:
-        test_dot16(row, row.family == KernelFamily::gemm_dot_b_bf16);
-        break;
-      case KernelFamily::gemm_wide_b_f16:
-      case KernelFamily::gemm_wide_b_bf16:
-        test_wide16(row, row.family == KernelFamily::gemm_wide_b_bf16);
-        break;
-      case KernelFamily::gemm_rows_stream:
-      case KernelFamily::gemm_rows_stream_b_f16:
-      case KernelFamily::gemm_rows_stream_b_bf16:
-        test_stream(row);
-        break;
-      case KernelFamily::hgemm_packed:
-        test_hgemm(row);
-        break;
-      case KernelFamily::gemm_bf16_dot_packed:
-        test_bf16_dot(row, t->bf16dot);
-        break;
-      case KernelFamily::gemm_bf16_dot_nt:
-        test_bf16_dot_nt(row);
-        break;
-      default:  // the conversions: tests/convert_test.cpp
-        continue;
-      case KernelFamily::count:
-        FAIL();
-    }
+    testers::registered_kernel(row);
     if (::testing::Test::HasFailure()) return;
   }
   // Every table the CPU runs is in the registry.
   EXPECT_EQ(tables.size(), tt::isas().size());
-  std::printf("%zu registered micro-kernels (the GEMM ones tested here) on tables:",
-              registry.size());
+  std::printf("%zu registered micro-kernels tested on tables:", registry.size());
   for (const auto& t : tables) std::printf(" %s", t.c_str());
   std::printf("\n");
 }

@@ -110,6 +110,12 @@ const arch::KernelTable& active_table() {
   return *t;
 }
 
+const arch::KernelTable* exchange_active_table_for_testing(const arch::KernelTable* t) {
+  const arch::KernelTable* previous = &active_table();
+  g_active.store(t, std::memory_order_release);
+  return previous;
+}
+
 }  // namespace detail
 
 const char* isa_name() { return detail::active_table().name; }

@@ -17,4 +17,9 @@ int tables_for(const Hardware& hw, const char** names, int capacity);
 // The features the table of that name needs ("avx2 fma"), "" for an unknown name.
 const char* table_features(const char* name);
 
+// Tests only (tests/mutant_test.cpp): makes t, a table of the tests' own (a real one with one
+// kernel replaced by a mutant), the active table, and returns the one it replaced, which the
+// test restores. No check: t must outlive its use and run on this CPU.
+const arch::KernelTable* exchange_active_table_for_testing(const arch::KernelTable* t);
+
 }  // namespace tessera::detail

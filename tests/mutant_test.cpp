@@ -1,0 +1,298 @@
+// Every kernel family's tester proven able to fail. For each family (every KernelFamily the
+// registry names, and each of the softmax kernels a table carries), a mutant - the real kernel
+// with one plausible defect: a k term dropped, one lane of a tail perturbed, the last element
+// skipped - is run through the family's tester, which must report a failure. A family that has
+// no mutant fails the first test, so a new family cannot arrive without one.
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/runtime/dispatch.hpp"
+#include "src/runtime/registry.hpp"
+#include "test_util.hpp"
+#include "testers.hpp"
+
+namespace {
+
+namespace arch = tessera::arch;
+using tessera::detail::KernelFamily;
+using tessera::detail::KernelRow;
+
+// ---- the defects ----------------------------------------------------------------------------
+
+// A GEMM-family kernel (first argument k, kc or pairs) that leaves out its last k step.
+template <class... Args>
+struct DropLastTerm {
+  static inline void (*real)(int64_t, Args...) = nullptr;
+  static void call(int64_t k, Args... args) { real(k > 0 ? k - 1 : 0, args...); }
+};
+template <class... Args>
+const void* drop_last_term(void (*fn)(int64_t, Args...)) {
+  DropLastTerm<Args...>::real = fn;
+  return reinterpret_cast<const void*>(&DropLastTerm<Args...>::call);
+}
+
+// A last lane that is a tail lane on every table (n not a multiple of 4, the narrowest vector).
+bool tail(int64_t n) { return n % 4 != 0; }
+float nudge(float y, float rel) { return y * (1.0f + rel); }
+
+// Conversions: the last lane of a tail one bit off.
+template <class In, class Out>
+struct TailBitFlip {
+  static inline void (*real)(int64_t, const In*, Out*) = nullptr;
+  static void call(int64_t n, const In* x, Out* y) {
+    real(n, x, y);
+    if (tail(n)) {
+      if constexpr (sizeof(Out) == 2) {
+        y[n - 1] ^= 1;
+      } else {
+        uint32_t b;
+        std::memcpy(&b, &y[n - 1], 4);
+        b ^= 1;
+        std::memcpy(&y[n - 1], &b, 4);
+      }
+    }
+  }
+};
+template <class In, class Out>
+const void* tail_bit_flip(const void* fn) {
+  TailBitFlip<In, Out>::real = reinterpret_cast<void (*)(int64_t, const In*, Out*)>(fn);
+  return reinterpret_cast<const void*>(&TailBitFlip<In, Out>::call);
+}
+
+// ---- mutants of the registered kernels --------------------------------------------------------
+
+// The row with its kernel replaced by the mutant of its family, and what the mutant does.
+struct RowMutant {
+  KernelRow row;
+  const char* defect;
+};
+RowMutant mutate(const KernelRow& real) {
+  RowMutant m{real, "drops the last k step"};
+  KernelRow& r = m.row;
+  const void* f = real.fn;
+  switch (real.family) {
+    case KernelFamily::gemm_packed:
+    case KernelFamily::gemm_packed_narrow:
+    case KernelFamily::gemm_rows_bk:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmPackedFn>(f));
+      break;
+    case KernelFamily::gemm_strided:
+    case KernelFamily::gemm_strided_narrow:
+    case KernelFamily::gemm_wide:
+    case KernelFamily::gemm_wide_prefetching:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmStridedFn>(f));
+      break;
+    case KernelFamily::gemm_row_panels:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmRowPanelsFn>(f));
+      break;
+    case KernelFamily::gemm_row_panels_b_f16:
+    case KernelFamily::gemm_row_panels_b_bf16:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmRowPanels16Fn>(f));
+      break;
+    case KernelFamily::gemm_dot:
+    case KernelFamily::gemm_dot_stream:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmDotFn>(f));
+      break;
+    case KernelFamily::gemm_dot_b_f16:
+    case KernelFamily::gemm_dot_b_bf16:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmDot16Fn>(f));
+      break;
+    case KernelFamily::gemm_wide_b_f16:
+    case KernelFamily::gemm_wide_b_bf16:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmStrided16Fn>(f));
+      break;
+    case KernelFamily::gemm_rows_stream:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmStreamFn>(f));
+      break;
+    case KernelFamily::gemm_rows_stream_b_f16:
+    case KernelFamily::gemm_rows_stream_b_bf16:
+      r.fn = drop_last_term(reinterpret_cast<arch::GemmStream16Fn>(f));
+      break;
+    case KernelFamily::hgemm_packed:
+      r.fn = drop_last_term(reinterpret_cast<arch::HgemmPackedFn>(f));
+      break;
+    case KernelFamily::gemm_bf16_dot_packed:
+      r.fn = drop_last_term(reinterpret_cast<arch::Bf16DotPackedFn>(f));
+      m.defect = "drops the last k pair";
+      break;
+    case KernelFamily::gemm_bf16_dot_nt:
+      r.fn = drop_last_term(reinterpret_cast<arch::Bf16DotNtFn>(f));
+      break;
+    case KernelFamily::convert_f32_f16:
+    case KernelFamily::convert_f32_bf16:
+      r.fn = tail_bit_flip<float, uint16_t>(f);
+      m.defect = "flips a bit of a tail's last lane";
+      break;
+    case KernelFamily::convert_f16_f32:
+    case KernelFamily::convert_bf16_f32:
+      r.fn = tail_bit_flip<uint16_t, float>(f);
+      m.defect = "flips a bit of a tail's last lane";
+      break;
+    case KernelFamily::count:
+      m.defect = nullptr;  // no mutant
+  }
+  r.name = "mutant_" + real.name;
+  return m;
+}
+
+// ---- mutants of the softmax kernels -----------------------------------------------------------
+
+using Sk = arch::SoftmaxKernels;
+Sk g_real;  // the table's own kernels, which the mutants call
+
+void exp_tail(int64_t n, const float* x, float* y) {
+  g_real.exp(n, x, y);
+  if (tail(n)) y[n - 1] = nudge(y[n - 1], 0x1p-16f);
+}
+void exp_nonpositive_tail(int64_t n, const float* x, float* y) {
+  g_real.exp_nonpositive(n, x, y);
+  if (tail(n)) y[n - 1] = nudge(y[n - 1], 0x1p-16f);
+}
+void exp_shifted_tail(int64_t n, const float* x, float scale, float shift, float* y) {
+  g_real.exp_shifted(n, x, scale, shift, y);
+  if (tail(n)) y[n - 1] = nudge(y[n - 1], 0x1p-16f);
+}
+void tanh_tail(int64_t n, const float* x, float* y) {
+  g_real.tanh(n, x, y);
+  if (tail(n)) y[n - 1] = nudge(y[n - 1], 0x1p-12f);
+}
+void stats_stream_short(int64_t n, const float* x, float scale, float* max, float* sum) {
+  g_real.stats_stream(n > 1 ? n - 1 : n, x, scale, max, sum);
+}
+void stats_rows_short(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale, float* max,
+                      float* sum) {
+  g_real.stats_rows(rows, n > 1 ? n - 1 : n, x, ldx, scale, max, sum);
+}
+void softmax_rows_cached_tail(int64_t rows, int64_t n, const float* x, int64_t ldx, float scale,
+                              float* y, int64_t ldy, float* max, float* sum, float* stream) {
+  g_real.softmax_rows_cached(rows, n, x, ldx, scale, y, ldy, max, sum, stream);
+  if (tail(n))
+    for (int64_t r = 0; r < rows; ++r) y[r * ldy + n - 1] = nudge(y[r * ldy + n - 1], 0x1p-10f);
+}
+void attention_rows_short(int64_t rows, int64_t n, float* s, int64_t lds, const float* m,
+                          float* max, float* sum) {
+  // The last key is left out: its score stays a score, outside the sum.
+  g_real.attention_rows(rows, n > 1 ? n - 1 : n, s, lds, m, max, sum);
+}
+float max_short(int64_t n, const float* x) { return g_real.max(n > 1 ? n - 1 : n, x); }
+float exp_sum_short(int64_t n, const float* x, float scale, float shift, float* y) {
+  const float sum = g_real.exp_sum(n, x, scale, shift, y);
+  return n > 1 ? sum - std::exp(x[n - 1] * scale - shift) : sum;  // the last term left out
+}
+void affine_tail(int64_t n, const float* x, float mul, float add, float* y) {
+  g_real.affine(n, x, mul, add, y);
+  if (tail(n)) y[n - 1] = nudge(y[n - 1], 0x1p-10f);
+}
+
+// One mutant of a table: its kernels with one replaced, and the tester that must reject it
+// (run through the public API on that table, or on the table's kernels directly).
+struct TableMutant {
+  const char* family;
+  const char* defect;
+  void (*apply)(Sk& k);
+  const char* tester_name;
+  void (*tester)(const arch::KernelTable& t);
+};
+
+void api_softmax(const arch::KernelTable&) { testers::softmax_ops(); }
+void api_attention(const arch::KernelTable&) { testers::attention_ops(); }
+void api_additive(const arch::KernelTable&) { testers::additive_ops(); }
+
+// Every SoftmaxKernels member has an entry (the static_assert counts the members).
+static_assert(sizeof(Sk) == 11 * sizeof(void (*)()), "a new softmax kernel needs a mutant here");
+const TableMutant kTableMutants[] = {
+    {"softmax.exp", "a tail's last lane 2^-16 off", [](Sk& k) { k.exp = exp_tail; },
+     "transcendental_kernels", testers::transcendental_kernels},
+    {"softmax.exp_nonpositive", "a tail's last lane 2^-16 off",
+     [](Sk& k) { k.exp_nonpositive = exp_nonpositive_tail; }, "transcendental_kernels",
+     testers::transcendental_kernels},
+    {"softmax.exp_shifted", "a tail's last lane 2^-16 off",
+     [](Sk& k) { k.exp_shifted = exp_shifted_tail; }, "transcendental_kernels",
+     testers::transcendental_kernels},
+    {"softmax.tanh", "a tail's last lane 2^-12 off", [](Sk& k) { k.tanh = tanh_tail; },
+     "transcendental_kernels", testers::transcendental_kernels},
+    {"softmax.stats_stream (softmax passes)", "skips the last element",
+     [](Sk& k) { k.stats_stream = stats_stream_short; }, "softmax_ops", api_softmax},
+    {"softmax.stats_rows (softmax passes)", "skips each row's last element",
+     [](Sk& k) { k.stats_rows = stats_rows_short; }, "softmax_ops", api_softmax},
+    {"softmax.softmax_rows_cached (softmax passes)", "each row's tail lane 2^-10 off",
+     [](Sk& k) { k.softmax_rows_cached = softmax_rows_cached_tail; }, "softmax_ops", api_softmax},
+    {"softmax.attention_rows (the attention tile)", "leaves the tile's last key out",
+     [](Sk& k) { k.attention_rows = attention_rows_short; }, "attention_ops", api_attention},
+    {"softmax.max (attention's special rows)", "skips the last element",
+     [](Sk& k) { k.max = max_short; }, "attention_ops", api_attention},
+    {"softmax.exp_sum (softmax chunks)", "leaves the last term out of the sum",
+     [](Sk& k) { k.exp_sum = exp_sum_short; }, "softmax_ops", api_softmax},
+    {"softmax.affine", "a tail's last lane 2^-10 off", [](Sk& k) { k.affine = affine_tail; },
+     "softmax_ops", api_softmax},
+    // The Bahdanau step's own tester against the tanh it calls over each block of keys.
+    {"additive step (its tanh)", "a tail's last lane 2^-12 off", [](Sk& k) { k.tanh = tanh_tail; },
+     "additive_ops", api_additive},
+};
+
+// Runs f with gtest's failures intercepted; returns how many it reported.
+int failures_of(const std::function<void()>& f) {
+  ::testing::TestPartResultArray results;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    f();
+  }
+  return results.size();
+}
+
+TEST(Mutants, EveryFamilyHasOne) {
+  for (int f = 0; f < int(KernelFamily::count); ++f) {
+    KernelRow row;
+    row.family = KernelFamily(f);
+    EXPECT_NE(mutate(row).defect, nullptr)
+        << tessera::detail::family_name(KernelFamily(f)) << " has no mutant";
+  }
+}
+
+// Each registered family, on every table this machine runs: the family's tester rejects the
+// mutant of the table's first kernel of that family.
+TEST(Mutants, EveryRegisteredFamilysTesterRejectsItsMutant) {
+  std::vector<std::string> seen;
+  for (const KernelRow& row : tessera::detail::kernel_registry()) {
+    const std::string key = std::string(row.table) + "/" + family_name(row.family);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    const RowMutant m = mutate(row);
+    const int n = failures_of([&] { testers::registered_kernel(m.row); });
+    std::printf("mutant %-26s %-11s %-44s %-34s %s (%d failures)\n", family_name(row.family),
+                row.table, row.name.c_str(), m.defect, n > 0 ? "rejected" : "NOT REJECTED", n);
+    EXPECT_GT(n, 0) << row.name << ": its tester passed the mutant that " << m.defect;
+  }
+}
+
+// Each softmax kernel (and the layer steps built on them), on every table: the table with that
+// kernel replaced is made the active one, and the family's tester must fail on it.
+TEST(Mutants, EverySoftmaxKernelsTesterRejectsItsMutant) {
+  for (const std::string& isa : tt::isas()) {
+    const arch::KernelTable* real = tessera::detail::find_table(isa.c_str());
+    ASSERT_NE(real, nullptr);
+    for (const TableMutant& tm : kTableMutants) {
+      arch::KernelTable mutant = *real;
+      g_real = real->softmax;
+      tm.apply(mutant.softmax);
+      const auto* previous = tessera::detail::exchange_active_table_for_testing(&mutant);
+      const int n = failures_of([&] { tm.tester(mutant); });
+      tessera::detail::exchange_active_table_for_testing(previous);
+      std::printf("mutant %-44s %-11s %-34s by %-22s %s (%d failures)\n", tm.family, isa.c_str(),
+                  tm.defect, tm.tester_name, n > 0 ? "rejected" : "NOT REJECTED", n);
+      EXPECT_GT(n, 0) << isa << " " << tm.family << ": " << tm.tester_name
+                      << " passed the mutant that " << tm.defect;
+    }
+  }
+}
+
+}  // namespace

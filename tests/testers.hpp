@@ -1,0 +1,24 @@
+// The testers of the kernel families, callable on their own so that tests/mutant_test.cpp can
+// run each against a mutant and see it fail. Each is defined beside the tests that use it.
+#pragma once
+
+#include "arch/kernels.hpp"
+#include "src/runtime/registry.hpp"
+
+namespace testers {
+
+// A registered kernel called directly on its family's edge lattice (ukernel_test.cpp; the
+// conversions through convert_kernel, convert_test.cpp).
+void registered_kernel(const tessera::detail::KernelRow& row);
+void convert_kernel(const tessera::detail::KernelRow& row);
+
+// A table's exp, exp_nonpositive, exp_shifted and tanh at every length to past four vectors and
+// every offset, each element within its ULP bound (transcendental_test.cpp).
+void transcendental_kernels(const tessera::arch::KernelTable& t);
+
+// Through the public API on the active table, against the reference:
+void softmax_ops();    // softmax, log-softmax, logsumexp: short, grouped and chunked rows
+void attention_ops();  // fused attention: every option, decode and prefill, 16-bit K/V, +inf
+void additive_ops();   // Bahdanau: one-shot, keys then step, batched with valid lengths
+
+}  // namespace testers
