@@ -11,6 +11,7 @@
 #include "src/runtime/check.hpp"
 #include "src/runtime/dispatch.hpp"
 #include "tessera/convert.hpp"
+#include "tessera/reference.hpp"
 #include "tessera/tessera.h"
 
 using tessera::DType;
@@ -265,6 +266,47 @@ TEST_P(GemmEx, PackedInSixteenBitsEqualsPackedWidened) {
 
 // sgemm_pack_b16 takes only 16-bit B and a buffer of its own size, writing nothing otherwise;
 // sgemm_packed refuses a header whose type field is not a type.
+// NaN and inf in a 16-bit A or B reach exactly the elements of C whose sums they enter, on the
+// few-row and the blocked paths and every type pair: NaN in A(i, p) makes row i NaN, inf in
+// B(p, j) makes column j infinite, and NaN where the A(i, p) it meets is 0; the rest is finite.
+TEST_P(GemmEx, NanAndInfReachTheirRowsAndColumns) {
+  namespace ref = tessera::reference;
+  for (const auto& types : kTypes)
+    for (int64_t m : {1, 3, 300}) {
+      const int64_t n = 37, k = 70, bad_row = m > 2 ? 2 : 0, zero_row = m - 1, inf_col = 5;
+      auto af = tt::random_vec(size_t(m * k), 9), bf = tt::random_vec(size_t(k * n), 10);
+      af[size_t(bad_row * k + 10)] = tt::kNaN;
+      bf[size_t(33 * n + inf_col)] = tt::kInf;
+      if (zero_row != bad_row) af[size_t(zero_row * k + 33)] = 0.0f;  // inf x 0
+      const auto store = [](DType t, const std::vector<float>& f) {
+        std::vector<uint16_t> h(f.size());
+        for (size_t i = 0; i < f.size(); ++i)
+          h[i] = t == DType::f16 ? ref::f32_to_f16(f[i]) : ref::f32_to_bf16(f[i]);
+        return h;
+      };
+      const auto ah = store(types[0], af), bh = store(types[1], bf);
+      const void* a = types[0] == DType::f32 ? static_cast<const void*>(af.data()) : ah.data();
+      const void* b = types[1] == DType::f32 ? static_cast<const void*>(bf.data()) : bh.data();
+      std::vector<float> c(size_t(m * n), 7.0f);
+      ASSERT_EQ(tessera::gemm_ex(Transpose::no_trans, Transpose::no_trans, m, n, k, 1.0f, types[0],
+                                 a, k, types[1], b, n, 0.0f, c.data(), n),
+                tessera::Status::ok)
+          << tessera::last_error();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const float got = c[size_t(i * n + j)];
+          if (i == bad_row || (i == zero_row && j == inf_col && zero_row != bad_row)) {
+            EXPECT_TRUE(std::isnan(got)) << "m " << m << " (" << i << ", " << j << ")";
+          } else if (j == inf_col) {
+            EXPECT_TRUE(std::isinf(got)) << "m " << m << " (" << i << ", " << j << ")";
+          } else {
+            EXPECT_TRUE(std::isfinite(got)) << "m " << m << " (" << i << ", " << j << ")";
+          }
+        }
+      if (HasFailure()) return;
+    }
+}
+
 TEST(GemmExApi, PackB16RejectsBadArgumentsAndWritesNothing) {
   // The buffer the size query asks for (the table's panel width sets it: 256 bytes with
   // AVX2's 16 columns, more with AVX-512's 32), so that a correct call stays inside it.
