@@ -75,14 +75,23 @@ void free(void* p) { __libc_free(p); }
 
 namespace {
 
-// Calls f once to warm up, then counts the allocations of `repeats` more calls.
+// Calls f (a call returning its tessera_status) once to warm up, then counts the allocations of
+// `repeats` more calls. Every call must succeed: a call that fails its checks allocates nothing,
+// and would pass as allocation-free. Returns -1 when one failed.
 template <class F>
 long steady_allocations(F&& f, int repeats = 5) {
-  f();
+  const tessera_status first = f();
+  EXPECT_EQ(first, TESSERA_OK) << tessera_last_error();
+  if (first != TESSERA_OK) return -1;
+  tessera_status status[8] = {};
   g_count = 0;
   g_counting = true;
-  for (int i = 0; i < repeats; ++i) f();
+  for (int i = 0; i < repeats && i < 8; ++i) status[i] = f();
   g_counting = false;
+  for (int i = 0; i < repeats && i < 8; ++i) {
+    EXPECT_EQ(status[i], TESSERA_OK) << tessera_last_error();
+    if (status[i] != TESSERA_OK) return -1;
+  }
   return g_count.load();
 }
 
@@ -99,23 +108,23 @@ TEST(Allocation, SteadyStateCallsAllocateNothing) {
   one.execute([&] {
     for (int64_t n : {1, 64, 300, 512}) {  // dot, wide, small-tile and blocked paths
       EXPECT_EQ(steady_allocations([&] {
-                  tessera_sgemm(N, N, n == 1 ? 1 : n, 256, 128, 1, o.a.data(), 128, o.b.data(), 256,
-                                0, o.c.data(), 256);
+                  return tessera_sgemm(N, N, n == 1 ? 1 : n, 256, 128, 1, o.a.data(), 128,
+                                       o.b.data(), 256, 0, o.c.data(), 256);
                 }),
                 0)
           << "sgemm n = " << n;
     }
     std::vector<float> x = tt::random_vec(2 * 40000, 3), y(x.size());
-    EXPECT_EQ(steady_allocations([&] {
-                tessera_softmax(2, 40000, x.data(), 40000, y.data(), 40000, 1);  // chunked rows
-              }),
+    EXPECT_EQ(steady_allocations(
+                  [&] { return tessera_softmax(2, 40000, x.data(), 40000, y.data(), 40000, 1); }),
               0);
     std::vector<float> enc = tt::random_vec(64 * 32, 4), keys(64 * 16), w = tt::random_vec(512, 5);
     std::vector<float> ctx(32), weights(64);
     ASSERT_EQ(tessera_additive_keys(64, 32, 16, enc.data(), w.data(), keys.data()), TESSERA_OK);
     EXPECT_EQ(steady_allocations([&] {
-                tessera_additive_attention_step(64, 32, 32, 16, enc.data(), keys.data(), w.data(),
-                                                w.data(), w.data(), ctx.data(), weights.data());
+                return tessera_additive_attention_step(64, 32, 32, 16, enc.data(), keys.data(),
+                                                       w.data(), w.data(), w.data(), ctx.data(),
+                                                       weights.data());
               }),
               0);
     // The batched step: 3 states over 200 keys (two 128-key score blocks), padded lengths.
@@ -124,9 +133,9 @@ TEST(Allocation, SteadyStateCallsAllocateNothing) {
     std::vector<float> bctx(3 * 32), bweights(3 * 200);
     const int32_t lens[3] = {200, 0, 77};
     EXPECT_EQ(steady_allocations([&] {
-                tessera_additive_attention_batch(3, 200, 32, 32, 16, benc.data(), bkeys.data(),
-                                                 lens, w.data(), w.data(), w.data(), bctx.data(),
-                                                 bweights.data());
+                return tessera_additive_attention_batch(3, 200, 32, 32, 16, benc.data(),
+                                                        bkeys.data(), lens, w.data(), w.data(),
+                                                        w.data(), bctx.data(), bweights.data());
               }),
               0);
     for (int64_t q_len : {1, 300}) {  // decode (split KV) and prefill
@@ -134,8 +143,9 @@ TEST(Allocation, SteadyStateCallsAllocateNothing) {
       ASSERT_EQ(tessera_attention_desc_init(&d, 1, 4, 2, q_len, 1500, 64, 64), TESSERA_OK);
       std::vector<float> q = tt::random_vec(size_t(4 * q_len * 64), 6);
       std::vector<float> k = tt::random_vec(2 * 1500 * 64, 7), v = k, out(q.size());
-      EXPECT_EQ(steady_allocations(
-                    [&] { tessera_attention(&d, q.data(), k.data(), v.data(), out.data()); }),
+      EXPECT_EQ(steady_allocations([&] {
+                  return tessera_attention(&d, q.data(), k.data(), v.data(), out.data());
+                }),
                 0)
           << "attention q_len = " << q_len;
     }
@@ -148,8 +158,9 @@ TEST(Allocation, SteadyStateCallsAllocateNothing) {
       std::vector<float> kc(4 * 16 * 16), vc(kc.size()), out(4 * 64);
       d.w_q = d.w_k = d.w_v = d.w_o = w.data();
       if (cached) d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = 16;
-      EXPECT_EQ(steady_allocations(
-                    [&] { tessera_mha_forward(&d, x.data(), x.data(), out.data(), nullptr, 0); }),
+      EXPECT_EQ(steady_allocations([&] {
+                  return tessera_mha_forward(&d, x.data(), x.data(), out.data(), nullptr, 0);
+                }),
                 0)
           << "mha_forward cached = " << cached;
     }
@@ -170,8 +181,8 @@ TEST(Allocation, SteadyStateCallsAllocateNothing) {
         ASSERT_EQ(tessera_mha_layer_workspace_size(layer, &d, &bytes), TESSERA_OK);
         std::vector<char> ws(bytes);
         EXPECT_EQ(steady_allocations([&] {
-                    tessera_mha_layer_forward(layer, &d, x.data(), x.data(), x.data(), out.data(),
-                                              ws.data(), ws.size());
+                    return tessera_mha_layer_forward(layer, &d, x.data(), x.data(), x.data(),
+                                                     out.data(), ws.data(), ws.size());
                   }),
                   0)
             << "mha_layer_forward cached = " << cached << " q_len = " << q_len;
