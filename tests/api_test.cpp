@@ -34,6 +34,14 @@ bool names(const std::string& message, const std::string& arg) {
     for (float x_ : (out)) ASSERT_EQ(x_, kSentinel) << #call << " wrote its output";            \
   } while (0)
 
+// The same for a call with two outputs: both untouched.
+#define EXPECT_REJECTED2(call, arg, out, out2)                                               \
+  do {                                                                                       \
+    std::fill((out2).begin(), (out2).end(), kSentinel);                                      \
+    EXPECT_REJECTED(call, arg, out);                                                         \
+    for (float x_ : (out2)) ASSERT_EQ(x_, kSentinel) << #call << " wrote its second output"; \
+  } while (0)
+
 TEST(CApi, RejectionMatcherNeedsTheWholeName) {
   EXPECT_TRUE(names("m = -1 must be >= 0", "m"));
   EXPECT_TRUE(names("desc->kv_lens[1] = 9 is outside", "kv_lens"));
@@ -181,9 +189,9 @@ TEST(CApi, AttentionRejectsBadDescriptors) {
   EXPECT_REJECTED(tessera_attention(&d, q.data(), k.data(), v.data(), o.data()), "kv_lens[1]", o);
   d = good;
   d.lse = lse.data();
-  EXPECT_REJECTED(tessera_attention(&d, nullptr, k.data(), v.data(), o.data()), "q", lse);
-  EXPECT_REJECTED(tessera_attention(&d, q.data(), nullptr, v.data(), o.data()), "k", lse);
-  EXPECT_REJECTED(tessera_attention(&d, q.data(), k.data(), nullptr, o.data()), "v", lse);
+  EXPECT_REJECTED2(tessera_attention(&d, nullptr, k.data(), v.data(), o.data()), "q", lse, o);
+  EXPECT_REJECTED2(tessera_attention(&d, q.data(), nullptr, v.data(), o.data()), "k", lse, o);
+  EXPECT_REJECTED2(tessera_attention(&d, q.data(), k.data(), nullptr, o.data()), "v", lse, o);
   EXPECT_REJECTED(tessera_attention(nullptr, q.data(), k.data(), v.data(), o.data()), "desc", o);
   tessera_attention_desc untouched = good;
   EXPECT_EQ(tessera_attention_desc_init(&untouched, 1, 3, 2, 4, 4, 8, 8), TESSERA_INVALID_ARGUMENT);

@@ -1,6 +1,8 @@
 // The prepared multi-head attention layer (tessera_mha_create): every attention option at the
 // layer against reference::mha_forward on odd sizes, GQA and cross attention, keys and values
 // from different inputs, 16-bit weights, caches; its calls' checks.
+#include <array>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -50,11 +52,18 @@ struct Options {
   bool kv_lens = false, mask = false, bias = false, alibi = false, softcap = false, lse = false;
   int causal = 0;
   tessera_align align = TESSERA_ALIGN_BOTTOM_RIGHT;
-  int64_t window_left = -1;
+  int64_t window_left = -1, window_right = -1;
   bool two_inputs = false, cache = false, cross = false;
   int64_t kv_heads = 2;
   tessera_dtype weights = TESSERA_F32, cache_type = TESSERA_F32;
 };
+
+// The spacing of the values of type t at magnitude x (normal range; the smallest normal's below).
+double type_ulp(tessera_dtype t, double x) {
+  const int bits = t == TESSERA_F32 ? 23 : t == TESSERA_F16 ? 10 : 7;
+  const int min_exp = t == TESSERA_F16 ? -14 : -126;
+  return std::ldexp(1.0, std::max(std::ilogb(std::max(x, 1e-300)), min_exp) - bits);
+}
 
 // Runs the prepared layer (and the one-shot layer where it can express the call) and the
 // reference on the same inputs; compares out, lse and the caches.
@@ -71,6 +80,7 @@ void run_case(int64_t q_len, int64_t kv_len, const Options& o, uint32_t seed) {
   const auto xk = tt::random_vec(size_t(B * kv_len * d.kv_in_dim), seed + 11);
   const auto xv = o.two_inputs ? tt::random_vec(xk.size(), seed + 12) : xk;
   d.causal = o.causal, d.align = o.align, d.window_left = o.window_left;
+  d.window_right = o.window_right;
   std::vector<int32_t> lens(B);
   for (int64_t b = 0; b < B; ++b) lens[b] = int32_t(b == 0 ? keys : keys / 2);
   if (o.kv_lens) d.kv_lens = lens.data();
@@ -124,11 +134,34 @@ void run_case(int64_t q_len, int64_t kv_len, const Options& o, uint32_t seed) {
   if (o.lse) {
     EXPECT_LE(tt::rel_err(lse, ref_lse), 2e-5);
   }
-  if (o.cache) {  // the rows appended, rounded to the cache type: at most an ulp apart
-    for (size_t i = 0; i < cache_elems; ++i) {
-      const float a = tessera::reference::element(o.cache_type, got_kc.data(), int64_t(i));
-      const float b = tessera::reference::element(o.cache_type, kc.data(), int64_t(i));
-      ASSERT_NEAR(a, b, 1e-2f * (1 + std::fabs(b))) << "k_cache element " << i;
+  if (o.cache) {
+    // The rows appended: the layer's float32 projection rounded once to the cache type, the
+    // reference's exact one rounded likewise. They differ by at most one spacing of the type
+    // (the two may round to either side of a boundary) plus the float32 sum's own error (SGEMM's
+    // bound over kv_in_dim inputs |x| <= 1, weights |w| <= 0.3, a bias |b| <= 1); the rows the
+    // cache held, and those past the new ones, are the same bits in both.
+    const double sum_error =
+        2.0 * std::sqrt(double(d.kv_in_dim + 1)) * 0x1p-24 * (0.3 * double(d.kv_in_dim) + 1.0);
+    for (const auto* caches : {&got_kc, &got_vc}) {
+      const bool keys_ = caches == &got_kc;
+      const auto& want = keys_ ? kc : vc;
+      const int64_t dim = keys_ ? d.head_dim : d.value_dim;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < d.kv_heads; ++h)
+          for (int64_t t = 0; t < cap; ++t)
+            for (int64_t c = 0; c < dim; ++c) {
+              const int64_t i = ((b * d.kv_heads + h) * cap + t) * dim + c;
+              const double x = tessera::reference::element(o.cache_type, caches->data(), i);
+              const double y = tessera::reference::element(o.cache_type, want.data(), i);
+              const bool appended = t >= held && t < keys;
+              const double bound =
+                  appended
+                      ? type_ulp(o.cache_type, std::max(std::fabs(x), std::fabs(y))) + sum_error
+                      : 0.0;
+              ASSERT_LE(std::fabs(x - y), bound)
+                  << (keys_ ? "k_cache" : "v_cache") << " (" << b << ", " << h << ", " << t << ", "
+                  << c << ")" << (appended ? " appended" : " not appended");
+            }
     }
   }
   // The one-shot layer runs the same code on unpacked weights.
@@ -144,7 +177,7 @@ void run_case(int64_t q_len, int64_t kv_len, const Options& o, uint32_t seed) {
 TEST_P(MhaLayer, EveryOptionMatchesReference) {
   const int64_t sizes[] = {1, 3, 17, 63, 65};
   uint32_t seed = 1;
-  for (int option = 0; option < 11; ++option) {
+  for (int option = 0; option < 13; ++option) {
     Options o;
     switch (option) {
       case 0:
@@ -179,6 +212,12 @@ TEST_P(MhaLayer, EveryOptionMatchesReference) {
       case 10:
         o.cache = true, o.cache_type = TESSERA_BF16, o.weights = TESSERA_BF16, o.kv_lens = true;
         o.two_inputs = true, o.mask = true;
+        break;
+      case 11:
+        o.window_left = 3, o.window_right = 2, o.bias = true;
+        break;
+      case 12:
+        o.cache = true, o.cache_type = TESSERA_F16, o.window_right = 1, o.cross = true;
         break;
     }
     SCOPED_TRACE(testing::Message() << "option set " << option);
@@ -223,17 +262,29 @@ TEST_P(MhaLayer, DecodeEqualsPrefill) {
             << "batch " << b << " position " << pos + i / M;
     pos += step;
   }
-  // Past capacity: an error, naming it, with the cache and out as they were.
-  tessera::MhaDesc d = full;
-  d.q_len = d.kv_len = 1;
-  d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = T, d.cache_len = T;
-  const auto kc0 = kc, vc0 = vc;
-  std::vector<float> out(size_t(2 * M), 42.0f);
-  EXPECT_EQ(layer.forward(d, x.data(), x.data(), x.data(), out.data()), Status::invalid_argument);
-  EXPECT_NE(std::strstr(tessera::last_error(), "cache_capacity"), nullptr) << tessera::last_error();
-  EXPECT_EQ(std::memcmp(kc.data(), kc0.data(), kc.size() * 4), 0);
-  EXPECT_EQ(std::memcmp(vc.data(), vc0.data(), vc.size() * 4), 0);
-  for (float f : out) ASSERT_EQ(f, 42.0f);
+  // Past capacity: an error, naming it, with the cache and out as they were: a full cache, one
+  // row short of the new rows, and several short; the same through the one-shot layer.
+  for (const auto len_new : {std::array<int64_t, 2>{T, 1}, std::array<int64_t, 2>{T - 1, 2},
+                             std::array<int64_t, 2>{T - 5, 6}, std::array<int64_t, 2>{0, T + 1}}) {
+    tessera::MhaDesc d = full;
+    d.w_q = d.w_k = d.w_v = d.w_o = nullptr;
+    d.q_len = d.kv_len = len_new[1];
+    d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = T, d.cache_len = len_new[0];
+    const auto kc0 = kc, vc0 = vc;
+    std::vector<float> out(size_t(2 * len_new[1] * M), 42.0f);
+    EXPECT_EQ(layer.forward(d, x.data(), x.data(), x.data(), out.data()), Status::invalid_argument)
+        << "cache_len " << len_new[0] << " + " << len_new[1];
+    EXPECT_NE(std::strstr(tessera::last_error(), "cache_capacity"), nullptr)
+        << tessera::last_error();
+    tessera::MhaDesc one_shot = d;
+    one_shot.w_q = w.wq.data(), one_shot.w_k = w.wk.data(), one_shot.w_v = w.wv.data();
+    one_shot.w_o = w.wo.data();
+    EXPECT_EQ(tessera::mha_forward(one_shot, x.data(), x.data(), out.data()),
+              Status::invalid_argument);
+    EXPECT_EQ(std::memcmp(kc.data(), kc0.data(), kc.size() * 4), 0);
+    EXPECT_EQ(std::memcmp(vc.data(), vc0.data(), vc.size() * 4), 0);
+    for (float f : out) ASSERT_EQ(f, 42.0f);
+  }
 }
 
 // The weights are the layer's own copy: the caller's arrays may change or go.
