@@ -27,18 +27,21 @@ struct Problem {
         v(random_floats(size_t(kDim), 5)),
         ctx(size_t(kBatch * kDim)),
         w(size_t(kBatch * l)) {}
-  void batched() {
-    tessera::additive_attention_batch(kBatch, len, kDim, kDim, kDim, enc.data(), keys.data(),
-                                      nullptr, dec.data(), w_dec.data(), v.data(), ctx.data(),
-                                      w.data());
+  tessera::Status batched() {
+    const auto st = tessera::additive_attention_batch(kBatch, len, kDim, kDim, kDim, enc.data(),
+                                                      keys.data(), nullptr, dec.data(),
+                                                      w_dec.data(), v.data(), ctx.data(), w.data());
     benchmark::DoNotOptimize(ctx.data());
+    return st;
   }
-  void one_by_one() {
-    for (int64_t b = 0; b < kBatch; ++b)
-      tessera::additive_attention_step(
+  tessera::Status one_by_one() {
+    tessera::Status st = tessera::Status::ok;
+    for (int64_t b = 0; b < kBatch && st == tessera::Status::ok; ++b)
+      st = tessera::additive_attention_step(
           len, kDim, kDim, kDim, enc.data() + b * len * kDim, keys.data() + b * len * kDim,
           dec.data() + b * kDim, w_dec.data(), v.data(), ctx.data() + b * kDim, w.data() + b * len);
     benchmark::DoNotOptimize(ctx.data());
+    return st;
   }
 };
 
@@ -53,12 +56,7 @@ void register_rows(int64_t len, int threads) {
         name_of("step", len, batched ? "batched" : "one-by-one", threads).c_str(),
         [len, threads, batched](benchmark::State& state) {
           Problem p(len);
-          run_in_arena(state, threads, [&] {
-            if (batched)
-              p.batched();
-            else
-              p.one_by_one();
-          });
+          run_in_arena(state, threads, [&] { return batched ? p.batched() : p.one_by_one(); });
           state.counters["steps_per_s"] =
               benchmark::Counter(double(kBatch), benchmark::Counter::kIsIterationInvariantRate);
         })
@@ -68,6 +66,7 @@ void register_rows(int64_t len, int threads) {
       name_of("step-pair", len, "batched-vs-one-by-one", threads).c_str(),
       [len, threads](benchmark::State& state) {
         Problem p(len);
+        if (!ok(state, p.one_by_one()) || !ok(state, p.batched())) return;
         const Alternated t =
             alternate(state, threads, {[&] { p.one_by_one(); }, [&] { p.batched(); }});
         state.counters["speedup"] = 1.0 / t.over_first[1];

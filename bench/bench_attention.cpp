@@ -69,8 +69,10 @@ void register_problem(const Problem& p, int threads) {
       [p, threads](benchmark::State& state) {
         Tensors t(p);
         run_in_arena(state, threads, [&] {
-          tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data());
+          const auto st =
+              tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data());
           benchmark::DoNotOptimize(t.o.data());
+          return st;
         });
         // Bytes of K and V that must be read (the decode rows compare them with the read ceiling).
         set_rates(state, flops_of(p), 4.0 * p.kv_heads * p.kv_len * p.d * 2);
@@ -88,23 +90,28 @@ void register_problem(const Problem& p, int threads) {
         std::vector<float> s(size_t(p.q_len * p.kv_len));
         const float scale = 1.0f / std::sqrt(float(p.d));
         run_in_arena(state, threads, [&] {
-          for (int64_t h = 0; h < p.heads; ++h) {
+          tessera::Status st = tessera::Status::ok;
+          for (int64_t h = 0; h < p.heads && st == tessera::Status::ok; ++h) {
             const float* q = t.q.data() + h * p.q_len * p.d;
             const float* k = t.k.data() + (h / (p.heads / p.kv_heads)) * p.kv_len * p.d;
             const float* v = t.v.data() + (h / (p.heads / p.kv_heads)) * p.kv_len * p.d;
-            tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::trans, p.q_len,
-                           p.kv_len, p.d, scale, q, p.d, k, p.d, 0.0f, s.data(), p.kv_len);
+            st = tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::trans, p.q_len,
+                                p.kv_len, p.d, scale, q, p.d, k, p.d, 0.0f, s.data(), p.kv_len);
             if (p.causal) {
               for (int64_t i = 0; i < p.q_len; ++i)
                 for (int64_t j = i + p.kv_len - p.q_len + 1; j < p.kv_len; ++j)
                   s[size_t(i * p.kv_len + j)] = -INFINITY;
             }
-            tessera::softmax(p.q_len, p.kv_len, s.data(), p.kv_len, s.data(), p.kv_len, 1.0f);
-            tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::no_trans, p.q_len, p.d,
-                           p.kv_len, 1.0f, s.data(), p.kv_len, v, p.d, 0.0f,
-                           t.o.data() + h * p.q_len * p.d, p.d);
+            if (st == tessera::Status::ok)
+              st =
+                  tessera::softmax(p.q_len, p.kv_len, s.data(), p.kv_len, s.data(), p.kv_len, 1.0f);
+            if (st == tessera::Status::ok)
+              st = tessera::sgemm(tessera::Transpose::no_trans, tessera::Transpose::no_trans,
+                                  p.q_len, p.d, p.kv_len, 1.0f, s.data(), p.kv_len, v, p.d, 0.0f,
+                                  t.o.data() + h * p.q_len * p.d, p.d);
           }
           benchmark::DoNotOptimize(t.o.data());
+          return st;
         });
         set_rates(state, flops_of(p), 0);
         set_peak_fraction(state, flops_of(p), threads);
@@ -132,6 +139,12 @@ void register_plus_inf_pair() {
               [&] { tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data()); },
               10);
         };
+        for (const auto* bias : {&zero, &inf}) {
+          t.desc.bias = bias->data();
+          if (!ok(state,
+                  tessera::attention(t.desc, t.q.data(), t.k.data(), t.v.data(), t.o.data())))
+            return;
+        }
         std::vector<double> ratios, plain, with_inf;
         run_in_arena(state, 1, [&] {
           ratios.clear();

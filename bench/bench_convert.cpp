@@ -53,10 +53,8 @@ void register_call(tessera::DType from, tessera::DType to, const char* name, int
     std::vector<uint16_t> h =
         halves(kLarge, from == tessera::DType::bf16 || to == tessera::DType::bf16);
     run_in_arena(state, threads, [&] {
-      if (from_f32)
-        tessera::convert(from, to, kLarge, f.data(), h.data());
-      else
-        tessera::convert(from, to, kLarge, h.data(), f.data());
+      return from_f32 ? tessera::convert(from, to, kLarge, f.data(), h.data())
+                      : tessera::convert(from, to, kLarge, h.data(), f.data());
     });
     set_rates(state, 0, double(kLarge) * 6);
   })->UseRealTime();

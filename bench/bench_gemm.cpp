@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -80,14 +81,32 @@ struct Operands {
 };
 
 // One product (or strided batch) of shape s by Tessera, on the calling thread's arena.
-void tessera_product(const Shape& s, const Operands& op) {
-  if (s.batch == 1) {
-    tessera::sgemm(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a, op.lda, op.b, op.ldb, 0.0f,
-                   op.c, op.ldc);
-  } else {
-    tessera::sgemm_strided_batched(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a, op.lda,
-                                   op.sa, op.b, op.ldb, op.sb, 0.0f, op.c, op.ldc, op.sc, s.batch);
+tessera::Status tessera_product(const Shape& s, const Operands& op) {
+  if (s.batch == 1)
+    return tessera::sgemm(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a, op.lda, op.b,
+                          op.ldb, 0.0f, op.c, op.ldc);
+  return tessera::sgemm_strided_batched(Transpose::no_trans, s.tb, s.m, s.n, s.k, 1.0f, op.a,
+                                        op.lda, op.sa, op.b, op.ldb, op.sb, 0.0f, op.c, op.ldc,
+                                        op.sc, s.batch);
+}
+
+// Whether C holds the product (16 elements of the first item, each against its double sum
+// within SGEMM's bound): a row times only a call that computed what it claims.
+bool product_right(benchmark::State& state, const Shape& s, const Operands& op) {
+  for (int e = 0; e < 16; ++e) {
+    const int64_t i = (e * 7919) % s.m, j = (e * 104729) % s.n;
+    double sum = 0, mag = 0;
+    for (int64_t p = 0; p < s.k; ++p) {
+      const double t = double(op.a[i * op.lda + p]) *
+                       op.b[s.tb == Transpose::trans ? j * op.ldb + p : p * op.ldb + j];
+      sum += t, mag += std::fabs(t);
+    }
+    if (std::fabs(op.c[i * op.ldc + j] - sum) > 2 * std::sqrt(double(s.k)) * 0x1p-24 * mag) {
+      state.SkipWithError("the product is wrong");
+      return false;
+    }
   }
+  return true;
 }
 
 // The same by a peer (a batch as one call per item: none of them has a strided batched sgemm).
@@ -107,6 +126,15 @@ void register_tessera(const Shape& s, int threads, const char* isa = nullptr) {
                                  const std::string default_isa = tessera::isa_name();
                                  if (isa) tessera::set_isa(isa);
                                  Operands op(s);
+                                 {
+                                   tbb::task_arena arena(threads);
+                                   tessera::Status st;
+                                   arena.execute([&] { st = tessera_product(s, op); });
+                                   if (!ok(state, st) || !product_right(state, s, op)) {
+                                     if (isa) tessera::set_isa(default_isa.c_str());
+                                     return;
+                                   }
+                                 }
                                  run_in_arena(state, threads, [&] {
                                    tessera_product(s, op);
                                    benchmark::DoNotOptimize(op.c);
@@ -175,6 +203,7 @@ void register_pair(const Shape& s, const GemmPeer& peer) {
           const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
           return flops * double(calls[ours]) / dt.count();
         };
+        if (!ok(state, tessera_product(s, op)) || !product_right(state, s, op)) return;
         for (int ours = 0; ours < 2; ++ours)
           calls[ours] = std::max<int64_t>(1, int64_t(0.01 * slice(ours != 0) / flops));
         std::vector<double> ratio, ours_rate, peer_rate;

@@ -58,29 +58,30 @@ std::string ex_name(const ExShape& s, const std::string& who, int threads) {
          "/threads:" + std::to_string(threads);
 }
 
+// A and B read once, C written once (beta = 0 reads none of it).
 double bytes_of(const ExShape& s, DType at, DType bt) {
-  return double(s.m * s.k * type_bytes(at) + s.k * s.n * type_bytes(bt) + s.m * s.n * 4 * 2);
+  return double(s.m * s.k * type_bytes(at) + s.k * s.n * type_bytes(bt) + s.m * s.n * 4);
 }
 
 void register_ex(const ExShape& s, DType at, DType bt, int threads) {
   const std::string who = std::string("tessera_") + type_name(at) + "x" + type_name(bt);
-  benchmark::RegisterBenchmark(ex_name(s, who, threads).c_str(),
-                               [s, at, bt, threads](benchmark::State& state) {
-                                 ExOperands op(s, at, bt);
-                                 const int64_t ldb = s.tb ? s.k : s.n;
-                                 run_in_arena(state, threads, [&] {
-                                   tessera::gemm_ex(Transpose::no_trans,
-                                                    s.tb ? Transpose::trans : Transpose::no_trans,
-                                                    s.m, s.n, s.k, 1.0f, at, op.a_in(), s.k, bt,
-                                                    op.b_in(), ldb, 0.0f, op.c.data(), s.n);
-                                   benchmark::DoNotOptimize(op.c.data());
-                                 });
-                                 const double flops = 2.0 * s.m * s.n * s.k;
-                                 set_rates(state, flops, bytes_of(s, at, bt));
-                                 set_peak_fraction(state, flops, threads);
-                                 if (at == DType::bf16 && bt == DType::bf16)
-                                   set_bf16_peak_fraction(state, flops, threads);
-                               })
+  benchmark::RegisterBenchmark(
+      ex_name(s, who, threads).c_str(),
+      [s, at, bt, threads](benchmark::State& state) {
+        ExOperands op(s, at, bt);
+        const int64_t ldb = s.tb ? s.k : s.n;
+        run_in_arena(state, threads, [&] {
+          const auto st = tessera::gemm_ex(
+              Transpose::no_trans, s.tb ? Transpose::trans : Transpose::no_trans, s.m, s.n, s.k,
+              1.0f, at, op.a_in(), s.k, bt, op.b_in(), ldb, 0.0f, op.c.data(), s.n);
+          benchmark::DoNotOptimize(op.c.data());
+          return st;
+        });
+        const double flops = 2.0 * s.m * s.n * s.k;
+        set_rates(state, flops, bytes_of(s, at, bt));
+        set_peak_fraction(state, flops, threads);
+        if (at == DType::bf16 && bt == DType::bf16) set_bf16_peak_fraction(state, flops, threads);
+      })
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
 }
@@ -98,18 +99,17 @@ void register_packed(const ExShape& s, DType bt, int threads) {
         const size_t bytes = bt == DType::f32 ? tessera::sgemm_pack_b_size(tb, s.k, s.n)
                                               : tessera::sgemm_pack_b16_size(tb, s.k, s.n);
         std::vector<float> packed(bytes / 4 + 1);
-        const tessera::Status st =
+        const tessera::Status packing =
             bt == DType::f32
                 ? tessera::sgemm_pack_b(tb, s.k, s.n, op.b.data(), ldb, packed.data(), bytes)
                 : tessera::sgemm_pack_b16(tb, s.k, s.n, bt, op.b_in(), ldb, packed.data(), bytes);
-        if (st != tessera::Status::ok) {
-          state.SkipWithError(tessera::last_error());
-          return;
-        }
+        if (!ok(state, packing)) return;
         run_in_arena(state, threads, [&] {
-          tessera::sgemm_packed(Transpose::no_trans, s.m, s.n, s.k, 1.0f, op.a.data(), s.k,
-                                packed.data(), 0.0f, op.c.data(), s.n);
+          const auto st =
+              tessera::sgemm_packed(Transpose::no_trans, s.m, s.n, s.k, 1.0f, op.a.data(), s.k,
+                                    packed.data(), 0.0f, op.c.data(), s.n);
           benchmark::DoNotOptimize(op.c.data());
+          return st;
         });
         const double flops = 2.0 * s.m * s.n * s.k;
         set_rates(state, flops, bytes_of(s, DType::f32, bt));

@@ -40,6 +40,7 @@ struct Step {
   tessera::MhaLayer layer;
   std::vector<char> wq, wk, wv, wo, kc, vc, ws;
   std::vector<float> x, out;
+  tessera::Status setup = tessera::Status::ok;  // of the layer's init and workspace size
 
   explicit Step(tessera_dtype t) {
     tessera::mha_desc_init(d, 1, 1, 1, kModel, kHeads);
@@ -58,14 +59,17 @@ struct Step {
     d.weight_type = d.cache_type = t;
     x = random_floats(size_t(kModel), 7);
     out.resize(size_t(kModel));
-    layer.init(d);
     size_t bytes = 0;
-    layer.workspace_size(d, bytes);
+    setup = layer.init(d);
+    if (setup == tessera::Status::ok) setup = layer.workspace_size(d, bytes);
     ws.resize(bytes);
   }
-  void run() {
-    layer.forward(d, x.data(), x.data(), x.data(), out.data(), ws.data(), ws.size());
+  tessera::Status run() {
+    if (setup != tessera::Status::ok) return setup;
+    const tessera::Status st =
+        layer.forward(d, x.data(), x.data(), x.data(), out.data(), ws.data(), ws.size());
     benchmark::DoNotOptimize(out.data());
+    return st;
   }
   double bytes() const {
     return double(wq.size() + wk.size() + wv.size() + wo.size() + kc.size() + vc.size());
@@ -82,7 +86,7 @@ void register_step(tessera_dtype t, int threads) {
       name_of("decode-step", std::string("types:") + type_name(t), threads).c_str(),
       [t, threads](benchmark::State& state) {
         Step p(t);
-        run_in_arena(state, threads, [&] { p.run(); });
+        run_in_arena(state, threads, [&] { return p.run(); });
         state.counters["tokens_per_s"] =
             benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
         set_rates(state, 0.0, p.bytes());

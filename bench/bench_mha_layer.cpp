@@ -30,6 +30,7 @@ struct Problem {
   std::vector<char> ws, pq, pk, pv, po;  // the workspace, the packed weights of direct()
   std::vector<float> q, k, v, o;         // direct()'s intermediates
   tessera_attention_desc a{};
+  tessera_status setup = TESSERA_OK;  // of the layer's init, workspace size and the packing
 
   explicit Problem(Shape s) : sh(s), hd(s.model / s.heads), kvw(s.kv_heads * hd) {
     const int64_t M = s.model, T = s.q_len;
@@ -55,28 +56,36 @@ struct Problem {
     } else {
       a.k_stride[1] = a.v_stride[1] = hd, a.k_stride[2] = a.v_stride[2] = kvw;
     }
-    layer.init(d);
     size_t bytes = 0;
-    layer.workspace_size(d, bytes);
+    setup = tessera_status(layer.init(d));
+    if (setup == TESSERA_OK) setup = tessera_status(layer.workspace_size(d, bytes));
     ws.resize(bytes);
     pack(wq, M, pq), pack(wk, kvw, pk), pack(wv, kvw, pv), pack(wo, M, po);
   }
   void pack(const std::vector<float>& w, int64_t n, std::vector<char>& p) {
     p.resize(tessera_sgemm_pack_b_size(TESSERA_NO_TRANS, sh.model, n) + 64);
-    tessera_sgemm_pack_b(TESSERA_NO_TRANS, sh.model, n, w.data(), n, p.data(), p.size());
+    const tessera_status st =
+        tessera_sgemm_pack_b(TESSERA_NO_TRANS, sh.model, n, w.data(), n, p.data(), p.size());
+    if (setup == TESSERA_OK) setup = st;
   }
-  void prepared() {
-    layer.forward(d, x.data(), x.data(), x.data(), out.data(), ws.data(), ws.size());
+  tessera_status prepared() {
+    const auto st =
+        layer.forward(d, x.data(), x.data(), x.data(), out.data(), ws.data(), ws.size());
     benchmark::DoNotOptimize(out.data());
+    return tessera_status(st);
   }
-  void one_shot() {
-    tessera::mha_forward(d, x.data(), x.data(), out.data(), ws.data(), ws.size());
+  tessera_status one_shot() {
+    const auto st = tessera::mha_forward(d, x.data(), x.data(), out.data(), ws.data(), ws.size());
     benchmark::DoNotOptimize(out.data());
+    return tessera_status(st);
   }
-  void direct() {
+  tessera_status direct() {
     const int64_t M = sh.model, T = sh.q_len;
+    tessera_status st = TESSERA_OK;
     const auto gemm = [&](const float* in, const std::vector<char>& w, int64_t n, float* c) {
-      tessera_sgemm_packed(TESSERA_NO_TRANS, T, n, M, 1, in, M, w.data(), 0, c, n);
+      const tessera_status g =
+          tessera_sgemm_packed(TESSERA_NO_TRANS, T, n, M, 1, in, M, w.data(), 0, c, n);
+      if (st == TESSERA_OK) st = g;
     };
     gemm(x.data(), pq, M, q.data());
     gemm(x.data(), pk, kvw, k.data());
@@ -91,23 +100,27 @@ struct Problem {
         }
       keys = kc.data(), values = vc.data();
     }
-    tessera_attention(&a, q.data(), keys, values, o.data());
+    const tessera_status at = tessera_attention(&a, q.data(), keys, values, o.data());
+    if (st == TESSERA_OK) st = at;
     gemm(o.data(), po, M, out.data());
     benchmark::DoNotOptimize(out.data());
+    return st;
   }
-  // The three give the same output (or the comparison is void).
-  bool agree() {
-    prepared();
+  // Every call succeeds and the three give the same output (or the comparison is void).
+  bool agree(benchmark::State& state) {
+    if (!ok(state, setup) || !ok(state, prepared())) return false;
     const std::vector<float> want = out;
     double worst = 0, mag = 1;
     for (int way = 0; way < 2; ++way) {
-      way == 0 ? direct() : one_shot();
+      if (!ok(state, way == 0 ? direct() : one_shot())) return false;
       for (size_t i = 0; i < out.size(); ++i) {
         worst = std::max(worst, double(std::fabs(out[i] - want[i])));
         mag = std::max(mag, double(std::fabs(want[i])));
       }
     }
-    return worst <= 1e-4 * mag;
+    if (worst <= 1e-4 * mag) return true;
+    state.SkipWithError("the three ways give different outputs");
+    return false;
   }
 };
 
@@ -122,7 +135,7 @@ void register_row(const Shape& s, int threads) {
       name.c_str(),
       [s, threads](benchmark::State& state) {
         Problem p(s);
-        if (!p.agree()) state.SkipWithError("the three ways give different outputs");
+        if (!p.agree(state)) return;
         const Alternated t = alternate(
             state, threads, {[&] { p.prepared(); }, [&] { p.direct(); }, [&] { p.one_shot(); }});
         state.counters["layer_over_direct"] = 1.0 / t.over_first[1];

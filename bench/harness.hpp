@@ -14,7 +14,10 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include "tessera/common.hpp"
 
 namespace bench {
 
@@ -27,11 +30,26 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   return v;
 }
 
-// Runs the benchmark loop of `body` inside an arena of `threads` TBB threads.
+// A row checks its call before it times it: a status that is not OK skips the row with the
+// library's message (a rejected call would otherwise be timed as a fast one). Returns whether
+// to time.
+inline bool ok(benchmark::State& state, tessera_status s) {
+  if (s == TESSERA_OK) return true;
+  state.SkipWithError((std::string("the call failed: ") + tessera_last_error()).c_str());
+  return false;
+}
+inline bool ok(benchmark::State& state, tessera::Status s) { return ok(state, tessera_status(s)); }
+
+// Runs the benchmark loop of `body` inside an arena of `threads` TBB threads. A body that
+// returns its call's status is called once first, untimed, and the row is skipped unless it
+// succeeded.
 template <class F>
 void run_in_arena(benchmark::State& state, int threads, F&& body) {
   tbb::task_arena arena(threads);
   arena.execute([&] {
+    if constexpr (!std::is_void_v<decltype(body())>) {
+      if (!ok(state, body())) return;
+    }
     for (auto _ : state) body();
   });
 }
@@ -92,6 +110,9 @@ inline Alternated alternate(benchmark::State& state, int threads,
 // time and GB/s (alternate()'s rounds).
 template <class P>
 void alternated_pairs(benchmark::State& state, int threads, P& f32, P& half) {
+  if constexpr (!std::is_void_v<decltype(f32.run())>) {  // each call checked before it is timed
+    if (!ok(state, f32.run()) || !ok(state, half.run())) return;
+  }
   const Alternated t = alternate(state, threads, {[&] { f32.run(); }, [&] { half.run(); }});
   state.counters["speedup"] = 1.0 / t.over_first[1];
   state.counters["f32_us"] = t.seconds[0] * 1e6;
@@ -140,5 +161,17 @@ void set_peak_now_fraction(benchmark::State& state, double flops_per_iter, int t
 
 // Thread counts the default run measures: 1 and every core (2 here).
 std::vector<int> thread_counts();
+
+// The last-level cache Google Benchmark found (bytes, 0 if none) and its name ("L3"): a working
+// set within it is read from that cache, and no DRAM bandwidth is its ceiling.
+inline int64_t llc_bytes(std::string* name = nullptr) {
+  int64_t best = 0;
+  for (const auto& c : benchmark::CPUInfo::Get().caches)
+    if (c.type != "Instruction" && int64_t(c.size) > best) {
+      best = int64_t(c.size);
+      if (name) *name = "L" + std::to_string(c.level);
+    }
+  return best;
+}
 
 }  // namespace bench

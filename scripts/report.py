@@ -46,9 +46,27 @@ def subtitle(ctx):
             f"kernel table {ctx.get('tessera_table', '?')}, {date}")
 
 
-def peak(ctx, threads):
-    v = ctx.get(f"fma_peak_gflops_threads_{threads}")
-    return float(v) if v else None
+# The peaks come from the run's own peak rows (peak_fma/<table>/threads:N and
+# peak_bf16_dot/...), so that the header and every row's fraction use the same number; the
+# context's start-up measurement is the fallback where a run filtered the peak rows out.
+PEAKS = {}
+
+
+def read_peaks(ctx, rows):
+    for b in rows:
+        m = re.match(r"peak_(fma|bf16_dot)/([^/]+)/threads:(\d+)", b["name"])
+        if m:
+            PEAKS[(m.group(1), m.group(2), int(m.group(3)))] = b.get("FLOP/s", 0) / 1e9
+    table = ctx.get("tessera_table", "")
+    for k, v in ctx.items():
+        for kind, prefix in (("fma", "fma_peak_gflops_threads_"),
+                             ("bf16_dot", "bf16_dot_peak_gflops_threads_")):
+            if k.startswith(prefix):
+                PEAKS.setdefault((kind, table, int(k.rsplit("_", 1)[1])), float(v))
+
+
+def peak(ctx, threads, kind="fma", table=None):
+    return PEAKS.get((kind, table or ctx.get("tessera_table", ""), threads))
 
 
 def gflops(b):
@@ -180,27 +198,114 @@ def plot_decode(ctx, rows, out):
     return [path]
 
 
+def llc(ctx):
+    """(bytes, name) of the largest data cache Google Benchmark listed."""
+    best = (0, "")
+    for c in ctx.get("caches", []):
+        if c.get("type") != "Instruction" and c.get("size", 0) > best[0]:
+            best = (c["size"], f"L{c.get('level', '?')}")
+    return best
+
+
+def ceiling_of(ctx, b, by_name, llc_bytes, llc_name):
+    """The ceiling that applies to a row, as (value, unit, label) or (None, None, label)."""
+    n = b["name"].replace("/real_time", "")
+    t = threads_of(n)
+    if n.startswith("attention/decode-kv-type/"):
+        kv_bytes = int(field(n, "kv")) * 8 * 128 * 2 * (4 if n.endswith("kv:f32") or
+                                                       "/kv:f32/" in n else 2)
+        if llc_bytes and kv_bytes <= llc_bytes:
+            return None, None, f"K/V ({kv_bytes >> 20} MB) in {llc_name}: no DRAM ceiling"
+        read = next((r for r in by_name.values() if r["name"].startswith("attention/memory-read/")
+                     and threads_of(r["name"]) == t), None)
+        if read:
+            return gbps(read), "GB/s", f"DRAM read {gbps(read):.1f} GB/s"
+        return None, None, ""
+    if b.get("FLOP/s"):
+        forced = re.search(r"/tessera-([a-z0-9_]+)/", n) or re.match(r"peak_\w+?/([a-z0-9_]+)/", n)
+        table = forced.group(1) if forced else None
+        if (b.get("bf16_peak%") is not None or "bf16xbf16" in n or
+                n.startswith("peak_bf16_dot/")):
+            v = peak(ctx, t, "bf16_dot", table)
+            if v:
+                return v, "GFLOP/s", f"bf16 dot peak {v:.0f} GFLOP/s"
+        v = peak(ctx, t, "fma", table)
+        return (v, "GFLOP/s", f"FMA peak {v:.0f} GFLOP/s") if v else (None, None, "")
+    if not b.get("B/s"):
+        return None, None, ""
+    if n.startswith("softmax/rows:") and "/tessera/" in n:
+        copy = by_name.get(n.replace("/tessera/", "/copy/"))
+        if copy:
+            return gbps(copy), "GB/s", f"copy of the same rows {gbps(copy):.1f} GB/s"
+    return None, None, ""
+
+
 def table(ctx, rows):
+    read_peaks(ctx, rows)
+    llc_bytes, llc_name = llc(ctx)
+    by_name = {b["name"].replace("/real_time", ""): b for b in rows}
     lines = [f"# Tessera benchmark report", "", subtitle(ctx), ""]
+    for (kind, tbl, t), v in sorted(PEAKS.items()):
+        what = "FMA" if kind == "fma" else "bf16 dot-product"
+        lines.append(f"- measured {what} peak, {tbl}, {t} thread(s): {v:.1f} GFLOP/s "
+                     f"(the peak_{kind} row)")
     for k in sorted(ctx):
-        if k.startswith("fma_peak_gflops_threads_"):
-            lines.append(f"- measured FMA peak, {k.rsplit('_', 1)[1]} thread(s): "
-                         f"{float(ctx[k]):.1f} GFLOP/s")
-        if k.startswith("bf16_dot_peak_gflops_threads_"):
-            lines.append(f"- measured bf16 dot-product peak, {k.rsplit('_', 1)[1]} thread(s): "
-                         f"{float(ctx[k]):.1f} GFLOP/s")
         if k.startswith("peer_"):
             lines.append(f"- peer {k[5:]} answers with: {ctx[k]}")
-    lines += ["", "| benchmark | time | GFLOP/s | GB/s | % of peak |", "|---|---|---|---|---|"]
+    if llc_bytes:
+        lines.append(f"- last-level cache: {llc_name}, {llc_bytes >> 20} MB")
+    lines += ["", "Each row's fraction is of the ceiling that applies to its working set: the FMA "
+              "(or bf16 dot) peak row of its table and thread count, the copy of the same softmax "
+              "rows, the DRAM read for K/V past the last-level cache. A row above its ceiling is "
+              "flagged, not printed as a plain percentage.", "",
+              "| benchmark | time | GFLOP/s | GB/s | of its ceiling | ceiling |",
+              "|---|---|---|---|---|---|"]
+    flagged = 0
     for b in rows:
-        pk, bk = b.get("peak%"), b.get("bf16_peak%")
-        pct = "" if pk is None else f"{pk:.0f}%"
-        if bk is not None:
-            pct += f" (bf16 dot: {bk:.0f}%)"
-        lines.append(f"| {b['name'].replace('/real_time', '')} | "
-                     f"{b.get('real_time', 0):.4g} {b.get('time_unit', '')} | "
-                     f"{gflops(b):.1f} | {gbps(b):.2f} | {pct} |")
+        n = b["name"].replace("/real_time", "")
+        v, unit, label = ceiling_of(ctx, b, by_name, llc_bytes, llc_name)
+        pct = ""
+        if v:
+            got = gflops(b) if unit == "GFLOP/s" else gbps(b)
+            frac = 100.0 * got / v
+            if frac > 100.0:
+                flagged += 1
+                pct = f"**{frac:.0f}%: above the ceiling (flagged)**"
+            else:
+                pct = f"{frac:.0f}%"
+        lines.append(f"| {n} | {b.get('real_time', 0):.4g} {b.get('time_unit', '')} | "
+                     f"{gflops(b):.1f} | {gbps(b):.2f} | {pct} | {label} |")
+    lines += ["", f"{flagged} row(s) above their ceiling.", ""]
+    lines += pair_table(rows)
     return "\n".join(lines) + "\n"
+
+
+# Counters of the alternated rows (two ways timed in one process): the numbers to quote.
+PAIR_KEYS = ("ratio", "speedup", "layer_over_direct", "oneshot_over_layer", "new/old")
+
+
+def pair_table(rows):
+    pairs = [b for b in rows if any(k in b for k in PAIR_KEYS)]
+    if not pairs:
+        return []
+    out = ["## Alternated pairs", "",
+           "Two ways measured in alternating slices in one process; the median of the per-round "
+           "ratios (p25 and p75 where the row reports them).", "",
+           "| benchmark | ratio | p25 | p75 | other counters |", "|---|---|---|---|---|"]
+    skip = set(PAIR_KEYS) | {"p25", "p75"}
+    std = {"name", "run_name", "run_type", "repetitions", "repetition_index", "threads",
+           "iterations", "real_time", "cpu_time", "time_unit", "family_index",
+           "per_family_instance_index", "aggregate_name", "aggregate_unit", "label",
+           "error_occurred", "error_message"}
+    for b in pairs:
+        key = next(k for k in PAIR_KEYS if k in b)
+        extra = ", ".join(f"{k} {v:.4g}" for k, v in sorted(b.items())
+                          if k not in skip and k not in std and isinstance(v, (int, float)))
+        p25 = f"{b['p25']:.3f}" if "p25" in b else ""
+        p75 = f"{b['p75']:.3f}" if "p75" in b else ""
+        out.append(f"| {b['name'].replace('/real_time', '')} | {key} {b[key]:.3f} | {p25} | "
+                   f"{p75} | {extra} |")
+    return out + [""]
 
 
 def main():
@@ -208,6 +313,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     ctx, rows = load(sys.argv[1])
+    read_peaks(ctx, rows)
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
     plots = (plot_gemm(ctx, rows, out) + plot_attention(ctx, rows, out) +

@@ -117,10 +117,38 @@ Machine measure_machine(int threads) {
 struct Row {
   std::string what;
   int threads;
-  double rate;     // flop/s or bytes/s
-  bool bytes;      // rate is bytes/s, against a bandwidth
-  double ceiling;  // the peak or bandwidth it is a fraction of
+  double rate;       // flop/s or bytes/s
+  bool bytes;        // rate is bytes/s, against a bandwidth
+  double ceiling;    // the peak or bandwidth it is a fraction of
+  double footprint;  // bytes a call touches (byte-bound rows)
 };
+
+// The largest data cache the kernel lists (bytes, 0 where sysfs has none) and its level.
+int64_t llc_bytes(int& level) {
+  int64_t best = 0;
+  level = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    char type[32] = {}, size[32] = {}, lvl[8] = {};
+    const auto read = [](const std::string& path, char* buf, int n) {
+      FILE* f = std::fopen(path.c_str(), "r");
+      if (!f) return false;
+      const bool got = std::fgets(buf, n, f) != nullptr;
+      std::fclose(f);
+      return got;
+    };
+    if (!read(dir + "type", type, sizeof type) || !read(dir + "size", size, sizeof size) ||
+        !read(dir + "level", lvl, sizeof lvl))
+      continue;
+    if (std::strncmp(type, "Instruction", 11) == 0) continue;
+    char* unit = nullptr;
+    int64_t bytes = std::strtoll(size, &unit, 10);
+    if (unit && *unit == 'K') bytes <<= 10;
+    if (unit && *unit == 'M') bytes <<= 20;
+    if (bytes > best) best = bytes, level = std::atoi(lvl);
+  }
+  return best;
+}
 
 int64_t scaled(int64_t full, int64_t smoke) { return g_smoke ? smoke : full; }
 
@@ -145,9 +173,10 @@ void gemm_rows(std::vector<Row>& rows, int threads, const Machine& mc) {
     std::snprintf(name, sizeof name, "%s %lldx%lldx%lld", s.name, (long long)s.m, (long long)s.n,
                   (long long)s.k);
     if (s.m == 1)  // one row: bound by reading B
-      rows.push_back({name, threads, double(s.k * s.n) * 4 / t, true, mc.read_bps});
+      rows.push_back(
+          {name, threads, double(s.k * s.n) * 4 / t, true, mc.read_bps, double(s.k * s.n) * 4});
     else
-      rows.push_back({name, threads, 2.0 * double(s.m * s.n * s.k) / t, false, mc.peak_flops});
+      rows.push_back({name, threads, 2.0 * double(s.m * s.n * s.k) / t, false, mc.peak_flops, 0});
   }
 }
 
@@ -159,7 +188,7 @@ void softmax_rows(std::vector<Row>& rows, int threads, const Machine& mc) {
       median_seconds([&] { must(tessera_softmax(r, n, x.data(), n, y.data(), n, 1.0f)); });
   char name[64];
   std::snprintf(name, sizeof name, "softmax %lldx%lld", (long long)r, (long long)n);
-  rows.push_back({name, threads, double(r * n) * 8 / t, true, mc.copy_bps});
+  rows.push_back({name, threads, double(r * n) * 8 / t, true, mc.copy_bps, double(r * n) * 8});
 }
 
 void attention_rows(std::vector<Row>& rows, int threads, const Machine& mc) {
@@ -179,7 +208,7 @@ void attention_rows(std::vector<Row>& rows, int threads, const Machine& mc) {
         char name[96];
         std::snprintf(name, sizeof name, "attention prefill L %lld d %lld%s, %lld heads",
                       (long long)len, (long long)d, causal ? " causal" : "", (long long)heads);
-        rows.push_back({name, threads, flops / t, false, mc.peak_flops});
+        rows.push_back({name, threads, flops / t, false, mc.peak_flops, 0});
       }
   // Decode: one query per head against a cache; bound by reading K and V.
   const int64_t qh = 32, kvh = 8, kv = scaled(4096, 64), d = 128;
@@ -200,7 +229,8 @@ void attention_rows(std::vector<Row>& rows, int threads, const Machine& mc) {
     std::snprintf(name, sizeof name, "attention decode kv %lld, %lld/%lld heads, d 128, %s K/V",
                   (long long)kv, (long long)qh, (long long)kvh,
                   type == TESSERA_F32 ? "f32" : "f16");
-    rows.push_back({name, threads, double(k.size() + v.size()) / t, true, mc.read_bps});
+    const double kv_bytes = double(k.size() + v.size());
+    rows.push_back({name, threads, kv_bytes / t, true, mc.read_bps, kv_bytes});
   }
 }
 
@@ -248,12 +278,25 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < counts.size(); ++i)
     std::printf("| %d | %.1f | %.1f | %.1f |\n", counts[i], machines[i].peak_flops / 1e9,
                 machines[i].read_bps / 1e9, machines[i].copy_bps / 1e9);
+  // A byte-bound row whose bytes fit in the last-level cache reads that cache, not memory: it
+  // names the cache instead of a fraction of the memory bandwidth (which it can pass).
+  int level = 0;
+  const int64_t llc = llc_bytes(level);
   std::printf("\n| operation | threads | rate | of |\n|---|---|---|---|\n");
-  for (const Row& r : rows)
-    std::printf("| %s | %d | %.1f %s | %.0f%% of %s |\n", r.what.c_str(), r.threads, r.rate / 1e9,
-                r.bytes ? "GB/s" : "GFLOP/s", 100.0 * r.rate / r.ceiling,
-                r.bytes ? (r.what.rfind("softmax", 0) == 0 ? "copy bandwidth" : "read bandwidth")
-                        : "FMA peak");
+  for (const Row& r : rows) {
+    char of[96];
+    if (r.bytes && llc > 0 && r.footprint <= double(llc))
+      std::snprintf(of, sizeof of, "in L%d (%.0f of %lld MB): no memory ceiling", level,
+                    r.footprint / 1048576.0, (long long)(llc >> 20));
+    else
+      std::snprintf(of, sizeof of, "%.0f%% of %s%s", 100.0 * r.rate / r.ceiling,
+                    r.bytes
+                        ? (r.what.rfind("softmax", 0) == 0 ? "copy bandwidth" : "read bandwidth")
+                        : "FMA peak",
+                    r.rate > r.ceiling && !g_smoke ? " (above it: flagged)" : "");
+    std::printf("| %s | %d | %.1f %s | %s |\n", r.what.c_str(), r.threads, r.rate / 1e9,
+                r.bytes ? "GB/s" : "GFLOP/s", of);
+  }
   std::printf("\n%zu rows in %.0f s\n", rows.size(), seconds_since(start));
   return 0;
 }
