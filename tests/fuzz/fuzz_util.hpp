@@ -18,6 +18,35 @@
 
 namespace fz {
 
+// Outputs compared with the reference, and those left unchecked because float32 rounding
+// decides them (the harnesses' narrow, input-derived skips). At exit a harness prints both; past
+// 1% skipped (over at least 1000 compared) it exits with status 1, so that a skip grown too wide
+// fails the run instead of hiding it.
+struct Counts {
+  int64_t compared = 0, skipped = 0;
+  Counts() {
+    std::atexit([] {
+      const Counts& c = counts();
+      const double pct = c.compared ? 100.0 * double(c.skipped) / double(c.compared) : 0.0;
+      std::fprintf(stderr,
+                   "fuzz: %lld outputs compared with the reference, %lld skipped (%.3f%%)\n",
+                   (long long)c.compared, (long long)c.skipped, pct);
+      if (c.compared >= 1000 && pct > 1.0) {
+        std::fprintf(stderr, "fuzz: more than 1%% of the compared outputs were skipped\n");
+        std::_Exit(1);
+      }
+    });
+  }
+  static Counts& counts();
+};
+inline Counts& Counts::counts() {
+  static Counts c;
+  return c;
+}
+// n outputs left unchecked (they are still counted as compared where the caller copies them
+// into the reference).
+inline void skip(int64_t n) { Counts::counts().skipped += n; }
+
 // Reads the fuzzer's bytes front to back; past the end every read gives 0.
 class Bytes {
  public:
@@ -128,6 +157,7 @@ inline bool rejected(tessera_status s, const std::vector<Snapshot>& outputs) {
 // tol * max(1, |ref|) (relative where the values are large).
 inline void expect_close(const float* out, const float* ref, size_t n, double tol,
                          const char* what) {
+  Counts::counts().compared += int64_t(n);
   for (size_t i = 0; i < n; ++i) {
     const float o = out[i], r = ref[i];
     if (std::isnan(r) || std::isnan(o)) {
