@@ -258,6 +258,39 @@ struct SoftmaxKernels {
   void (*affine)(int64_t n, const float* x, float mul, float add, float* y);
 };
 
+// quant.hpp: the block types q8_0 and q4_0 (contract there). Index t: 0 q8_0, 1 q4_0.
+inline constexpr int kQBlock = 32;  // values per block
+inline constexpr int kQBlockBytes[2] = {34, 18};
+// Query rows rounded to q8_0 for the integer dot kernels: row r, block b has its 32 int8 at
+// qs[r ld + 32 b] and its scale (the f16-rounded one, widened) at d[r blocks + b].
+struct QuantRows {
+  const int8_t* qs;
+  const float* d;
+  int64_t ld, blocks;
+};
+// S[r][j] = alpha sum_b dq[r][b] dk[j][b] sum_i q[r][32 b + i] k[j][32 b + i] for r < R rows
+// (the table's index) and j < n keys, K's rows of `blocks` blocks ldk bytes apart.
+using QuantDotFn = void (*)(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n, float* s,
+                            int64_t lds, float alpha);
+// O[r][0:32 blocks] += sum_j<n p[r][j] V[j] for r < R rows, V's rows of `blocks` blocks ldv
+// bytes apart dequantized in registers (p rows ldp apart, O rows ldo apart).
+using QuantPvFn = void (*)(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv,
+                           int64_t blocks, float* o, int64_t ldo);
+struct QuantKernels {
+  // n values (a multiple of kQBlock) to and from blocks (tessera_convert's rounding).
+  void (*quantize[2])(int64_t n, const float* x, uint8_t* y);
+  void (*dequantize[2])(int64_t n, const uint8_t* x, float* y);
+  // Rows of d floats (d a multiple of kQBlock, rows ldx apart) rounded to q8_0 into QuantRows'
+  // layout (qs ld = d, scales widened): the queries of the integer dot kernels.
+  void (*quantize_rows)(int64_t rows, int64_t d, const float* x, int64_t ldx, int8_t* qs,
+                        float* scales);
+  int dot_rows;  // R = 1..dot_rows
+  QuantDotFn dot[2][kMaxDotRows + 1];
+  QuantPvFn pv[2][kMaxDotRows + 1];
+  const char* dot_name;      // the instruction the dot kernels are built on ("vpdpbusd", "sdot")
+  const char* feature = "";  // a CPU feature the kernels need beyond their table's, if any
+};
+
 // convert.hpp: float32 <-> f16 / bf16 arrays (contract there).
 struct ConvertKernels {
   void (*f32_to_f16)(int64_t n, const float* x, uint16_t* y);
@@ -279,6 +312,7 @@ struct KernelTable {
   Bf16DotKernels bf16dot;
   SoftmaxKernels softmax;
   ConvertKernels convert;
+  QuantKernels quant;
 };
 
 // Defined only where the build compiles the ISA; src/runtime/dispatch.cpp decides which exist.
@@ -292,5 +326,8 @@ const KernelTable& neon32_table();
 // the avx512 table's (AVX512_BF16) and the neon64_v82 table's (FEAT_BF16).
 const Bf16DotKernels& avx512_bf16_dot_kernels();
 const Bf16DotKernels& neon64_bf16_dot_kernels();
+// The integer dot kernels of the quantized types on AVX512-VNNI (vpdpbusd), added to the avx512
+// table where the CPU has the feature.
+const QuantKernels& avx512_vnni_quant_kernels();
 
 }  // namespace tessera::arch

@@ -159,7 +159,10 @@ TEST(CApi, AttentionRejectsBadDescriptors) {
       {"window_left", [](tessera_attention_desc& d) { d.window_left = -2; }},
       {"window_right", [](tessera_attention_desc& d) { d.window_right = -3; }},
       {"softcap", [](tessera_attention_desc& d) { d.softcap = -1; }},
-      {"k_type", [](tessera_attention_desc& d) { d.k_type = (tessera_dtype)3; }},
+      {"k_type", [](tessera_attention_desc& d) { d.k_type = (tessera_dtype)5; }},
+      // A block type needs whole blocks along the rows (head_dim 16 here).
+      {"desc->head_dim", [](tessera_attention_desc& d) { d.k_type = TESSERA_Q8_0; }},
+      {"desc->value_dim", [](tessera_attention_desc& d) { d.v_type = TESSERA_Q4_0; }},
       {"v_type", [](tessera_attention_desc& d) { d.v_type = (tessera_dtype)-1; }},
       {"bias_stride",
        [](tessera_attention_desc& d) {

@@ -12,11 +12,27 @@ struct AttentionProblem {
   tessera::AttentionDesc d{};
   std::vector<float> q, k, v, o, lse;
   std::vector<uint16_t> k16, v16;  // k and v rounded to desc.k_type / v_type when those are 16-bit
+  std::vector<uint8_t> kq, vq;     // or quantized, when those are block types
+  static bool block(tessera_dtype t) { return t == TESSERA_Q8_0 || t == TESSERA_Q4_0; }
   const void* k_data() const {
-    return d.k_type == TESSERA_F32 ? (const void*)k.data() : k16.data();
+    return d.k_type == TESSERA_F32 ? (const void*)k.data()
+           : block(d.k_type)       ? (const void*)kq.data()
+                                   : k16.data();
   }
   const void* v_data() const {
-    return d.v_type == TESSERA_F32 ? (const void*)v.data() : v16.data();
+    return d.v_type == TESSERA_F32 ? (const void*)v.data()
+           : block(d.v_type)       ? (const void*)vq.data()
+                                   : v16.data();
+  }
+  // The queries the scores use: q, rounded to q8_0 row by row (and widened back) when K is a
+  // block type (tessera.h).
+  std::vector<float> scored_q() const {
+    if (!block(d.k_type)) return q;
+    std::vector<float> out(q.size());
+    std::vector<uint8_t> blocks(tessera::reference::storage_bytes(TESSERA_Q8_0, int64_t(q.size())));
+    tessera::reference::quantize(TESSERA_Q8_0, int64_t(q.size()), q.data(), blocks.data());
+    tessera::reference::dequantize(TESSERA_Q8_0, int64_t(q.size()), blocks.data(), out.data());
+    return out;
   }
   std::vector<float> bias;
   std::vector<uint8_t> mask;
@@ -101,15 +117,22 @@ class AttentionTester {
     p_.q = tt::random_vec(size_t(d.batch * d.q_heads * d.q_len * d.head_dim), seed, -2, 2);
     p_.k = tt::random_vec(size_t(d.batch * d.kv_heads * d.kv_len * d.head_dim), seed + 1, -2, 2);
     p_.v = tt::random_vec(size_t(d.batch * d.kv_heads * d.kv_len * d.value_dim), seed + 2);
-    auto narrow = [](tessera_dtype t, const std::vector<float>& x, std::vector<uint16_t>& h) {
+    auto narrow = [](tessera_dtype t, const std::vector<float>& x, std::vector<uint16_t>& h,
+                     std::vector<uint8_t>& bq) {
       h.clear();
+      bq.clear();
+      if (AttentionProblem::block(t)) {
+        bq.resize(tessera::reference::storage_bytes(t, int64_t(x.size())));
+        tessera::reference::quantize(t, int64_t(x.size()), x.data(), bq.data());
+        return;
+      }
       for (float f : x)
         if (t != TESSERA_F32)
           h.push_back(t == TESSERA_F16 ? tessera::reference::f32_to_f16(f)
                                        : tessera::reference::f32_to_bf16(f));
     };
-    narrow(d.k_type, p_.k, p_.k16);
-    narrow(d.v_type, p_.v, p_.v16);
+    narrow(d.k_type, p_.k, p_.k16, p_.kq);
+    narrow(d.v_type, p_.v, p_.v16, p_.vq);
     p_.o.assign(size_t(d.batch * d.q_heads * d.q_len * d.value_dim), tt::kNaN);
     if (lse_) {
       p_.lse.assign(size_t(d.batch * d.q_heads * d.q_len), tt::kNaN);
@@ -152,7 +175,22 @@ class AttentionTester {
     std::vector<float> ref_o(p.o.size(), tt::kNaN), ref_lse(p.lse.size(), tt::kNaN);
     tessera::AttentionDesc rd = p.d;
     rd.lse = lse_ ? ref_lse.data() : nullptr;
-    tessera::reference::attention(rd, p.q.data(), p.k_data(), p.v_data(), ref_o.data());
+    // Block-type K/V go to the reference as the float32 values they dequantize to (exactly
+    // the same numbers; element() would dequantize a block per value read).
+    std::vector<float> kf, vf;
+    const void* rk = p.k_data();
+    const void* rv = p.v_data();
+    if (AttentionProblem::block(p.d.k_type)) {
+      kf.resize(p.k.size());
+      tessera::reference::dequantize(p.d.k_type, int64_t(kf.size()), p.kq.data(), kf.data());
+      rd.k_type = TESSERA_F32, rk = kf.data();
+    }
+    if (AttentionProblem::block(p.d.v_type)) {
+      vf.resize(p.v.size());
+      tessera::reference::dequantize(p.d.v_type, int64_t(vf.size()), p.vq.data(), vf.data());
+      rd.v_type = TESSERA_F32, rv = vf.data();
+    }
+    tessera::reference::attention(rd, p.scored_q().data(), rk, rv, ref_o.data());
     EXPECT_LE(tt::rel_err(p.o, ref_o), tol);
     if (lse_) {
       EXPECT_LE(tt::rel_err(p.lse, ref_lse), tol);

@@ -67,6 +67,44 @@ const void* tail_bit_flip(const void* fn) {
   return reinterpret_cast<const void*>(&TailBitFlip<In, Out>::call);
 }
 
+// The block types' kernels: a dot that leaves the last block out, a P V that leaves the last key
+// out, quantizers and dequantizers with the last byte or value of the output perturbed.
+struct QuantMutants {
+  static inline arch::QuantDotFn dot = nullptr;
+  static inline arch::QuantPvFn pv = nullptr;
+  static inline void (*quantize)(int64_t, const float*, uint8_t*) = nullptr;
+  static inline void (*dequantize)(int64_t, const uint8_t*, float*) = nullptr;
+  static inline void (*rows)(int64_t, int64_t, const float*, int64_t, int8_t*, float*) = nullptr;
+  static void dot_short(const arch::QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n,
+                        float* s, int64_t lds, float alpha) {
+    arch::QuantRows fewer = q;
+    fewer.blocks = q.blocks > 1 ? q.blocks - 1 : q.blocks;
+    dot(fewer, k, ldk, n, s, lds, alpha);
+  }
+  static void pv_short(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv,
+                       int64_t blocks, float* o, int64_t ldo) {
+    pv(n > 0 ? n - 1 : n, p, ldp, v, ldv, blocks, o, ldo);
+  }
+  static void quantize_last(int64_t n, const float* x, uint8_t* y, int bytes) {
+    quantize(n, x, y);
+    if (n > 0) y[n / 32 * bytes - 1] ^= 1;
+  }
+  static void quantize_last_q8(int64_t n, const float* x, uint8_t* y) {
+    quantize_last(n, x, y, 34);
+  }
+  static void quantize_last_q4(int64_t n, const float* x, uint8_t* y) {
+    quantize_last(n, x, y, 18);
+  }
+  static void dequantize_last(int64_t n, const uint8_t* x, float* y) {
+    dequantize(n, x, y);
+    if (n > 0) y[n - 1] = nudge(y[n - 1], 0x1p-10f) + (y[n - 1] == 0.0f ? 1.0f : 0.0f);
+  }
+  static void rows_last(int64_t r, int64_t d, const float* x, int64_t ldx, int8_t* qs, float* sc) {
+    rows(r, d, x, ldx, qs, sc);
+    if (r > 0 && d > 0) sc[r * (d / 32) - 1] = nudge(sc[r * (d / 32) - 1], 0x1p-10f);
+  }
+};
+
 // ---- mutants of the registered kernels --------------------------------------------------------
 
 // The row with its kernel replaced by the mutant of its family, and what the mutant does.
@@ -135,6 +173,38 @@ RowMutant mutate(const KernelRow& real) {
     case KernelFamily::convert_bf16_f32:
       r.fn = tail_bit_flip<uint16_t, float>(f);
       m.defect = "flips a bit of a tail's last lane";
+      break;
+    case KernelFamily::quant_dot_q8_0:
+    case KernelFamily::quant_dot_q4_0:
+      QuantMutants::dot = reinterpret_cast<arch::QuantDotFn>(f);
+      r.fn = reinterpret_cast<const void*>(&QuantMutants::dot_short);
+      m.defect = "leaves the last block out";
+      break;
+    case KernelFamily::quant_pv_q8_0:
+    case KernelFamily::quant_pv_q4_0:
+      QuantMutants::pv = reinterpret_cast<arch::QuantPvFn>(f);
+      r.fn = reinterpret_cast<const void*>(&QuantMutants::pv_short);
+      m.defect = "leaves the last key out";
+      break;
+    case KernelFamily::quantize_q8_0:
+    case KernelFamily::quantize_q4_0:
+      QuantMutants::quantize = reinterpret_cast<void (*)(int64_t, const float*, uint8_t*)>(f);
+      r.fn = real.family == KernelFamily::quantize_q8_0
+                 ? reinterpret_cast<const void*>(&QuantMutants::quantize_last_q8)
+                 : reinterpret_cast<const void*>(&QuantMutants::quantize_last_q4);
+      m.defect = "flips a bit of the last block's last byte";
+      break;
+    case KernelFamily::dequantize_q8_0:
+    case KernelFamily::dequantize_q4_0:
+      QuantMutants::dequantize = reinterpret_cast<void (*)(int64_t, const uint8_t*, float*)>(f);
+      r.fn = reinterpret_cast<const void*>(&QuantMutants::dequantize_last);
+      m.defect = "perturbs the last value";
+      break;
+    case KernelFamily::quantize_rows_q8_0:
+      QuantMutants::rows =
+          reinterpret_cast<void (*)(int64_t, int64_t, const float*, int64_t, int8_t*, float*)>(f);
+      r.fn = reinterpret_cast<const void*>(&QuantMutants::rows_last);
+      m.defect = "perturbs the last row's last scale";
       break;
     case KernelFamily::count:
       m.defect = nullptr;  // no mutant

@@ -548,6 +548,16 @@ void testers::registered_kernel(const KernelRow& row) {
     case KernelFamily::convert_f32_bf16:
     case KernelFamily::convert_bf16_f32:
       return testers::convert_kernel(row);
+    case KernelFamily::quant_dot_q8_0:
+    case KernelFamily::quant_dot_q4_0:
+    case KernelFamily::quant_pv_q8_0:
+    case KernelFamily::quant_pv_q4_0:
+    case KernelFamily::quantize_q8_0:
+    case KernelFamily::quantize_q4_0:
+    case KernelFamily::dequantize_q8_0:
+    case KernelFamily::dequantize_q4_0:
+    case KernelFamily::quantize_rows_q8_0:
+      return testers::quant_kernel(row);
     case KernelFamily::count:
       break;
   }

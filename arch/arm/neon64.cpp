@@ -3,6 +3,7 @@
 #include "../common/table.hpp"
 #include "convert_neon64.hpp"
 #include "gemm_ukernel_neon64.hpp"
+#include "quant_neon.hpp"
 #include "widen_neon64.hpp"
 
 namespace tessera::arch {
@@ -13,6 +14,7 @@ const KernelTable& neon64_table() {
         make_table<xsimd::neon64, kNeon64Gemm, Neon64F16Widen, Neon64Bf16Widen,
                    Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64");
     t.convert = make_convert_kernels<Neon64HalfLanes>();
+    t.quant = make_quant_kernels<QuantNeon>();
     return t;
   }();
   return table;

@@ -7,6 +7,7 @@
 #include "convert_neon64.hpp"
 #include "gemm_ukernel_neon64.hpp"
 #include "hgemm_neon64_fp16.hpp"
+#include "quant_neon.hpp"
 #include "widen_neon64.hpp"
 
 namespace tessera::arch {
@@ -17,6 +18,7 @@ const KernelTable& neon64_v82_table() {
         make_table<xsimd::neon64, kNeon64Gemm, Neon64F16Widen, Neon64Bf16Widen,
                    Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64_v82");
     t.convert = make_convert_kernels<Neon64HalfLanes>();
+    t.quant = make_quant_kernels<QuantNeonDot>();
     fill_hgemm_neon64_fp16<8, 2>(t.hgemm, std::make_integer_sequence<int, 8>());
     return t;
   }();

@@ -20,6 +20,7 @@
 #include "gemm_rows_stream.hpp"
 #include "gemm_ukernel.hpp"
 #include "peak.hpp"
+#include "quant.hpp"
 #include "softmax.hpp"
 
 namespace tessera::arch {

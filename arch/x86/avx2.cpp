@@ -2,6 +2,7 @@
 // Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
 #include "../common/table.hpp"
 #include "convert_x86.hpp"
+#include "quant_x86.hpp"
 #include "widen_x86.hpp"
 
 namespace tessera::arch {
@@ -11,6 +12,7 @@ const KernelTable& avx2_table() {
     KernelTable t =
         make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm, Avx2F16Widen, Avx2Bf16Widen>("avx2");
     t.convert = make_convert_kernels<F16cLanes>();
+    t.quant = make_quant_kernels<QuantAvx2>();
     return t;
   }();
   return table;

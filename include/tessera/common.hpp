@@ -18,7 +18,13 @@ enum class Status : int {
 
 enum class Transpose : int { no_trans = TESSERA_NO_TRANS, trans = TESSERA_TRANS };
 
-enum class DType : int { f32 = TESSERA_F32, f16 = TESSERA_F16, bf16 = TESSERA_BF16 };
+enum class DType : int {
+  f32 = TESSERA_F32,
+  f16 = TESSERA_F16,
+  bf16 = TESSERA_BF16,
+  q8_0 = TESSERA_Q8_0,
+  q4_0 = TESSERA_Q4_0,
+};
 
 TESSERA_API const char* status_string(Status s);
 // Message of the last failed call on this thread, naming the argument; "" if none.

@@ -21,9 +21,19 @@ TESSERA_API uint16_t f32_to_f16(float x);
 TESSERA_API float f16_to_f32(uint16_t h);
 TESSERA_API uint16_t f32_to_bf16(float x);
 TESSERA_API float bf16_to_f32(uint16_t h);
-// Element i of an array of type t, widened (exactly) to float; and x stored there, rounded.
+// Element i of an array of type t, widened (exactly) to float; and x stored there, rounded
+// (store_element: f32, f16 and bf16 only; a block type is written a block at a time).
 TESSERA_API float element(tessera_dtype t, const void* p, int64_t i);
 TESSERA_API void store_element(tessera_dtype t, void* p, int64_t i, float x);
+
+// The block types (TESSERA_Q8_0, TESSERA_Q4_0; tessera.h has the formats): n values (a multiple
+// of 32) quantized into n / 32 blocks as ggml's reference quantizers do for finite values (a
+// block with a NaN or an infinity: d = NaN, q = 0), and dequantized (exactly: d times the
+// integer). tessera_convert's specification for the block types.
+TESSERA_API void quantize(tessera_dtype t, int64_t n, const float* x, void* y);
+TESSERA_API void dequantize(tessera_dtype t, int64_t n, const void* x, float* y);
+// Bytes of n values of type t (n a multiple of 32 for a block type).
+TESSERA_API size_t storage_bytes(tessera_dtype t, int64_t n);
 
 // C = f16(alpha op(A) op(B) + beta C) with A, B and C f16 (bits in uint16_t): exact products
 // summed in double, rounded to f16 (through float32) once. tessera_hgemm's specification; the

@@ -69,11 +69,21 @@ typedef enum tessera_transpose {
   TESSERA_TRANSPOSE_MAX_ENUM = 0x7FFFFFFF
 } tessera_transpose;
 
-/* Element types of stored arrays: float32, IEEE half (f16) and bfloat16. */
+/* Element types of stored arrays: float32, IEEE half (f16) and bfloat16; and two block formats
+ * of 32 values each, byte for byte ggml's (so quantizers and caches can be shared):
+ *   TESSERA_Q8_0: 34 bytes, an f16 scale d and 32 int8 q: value i = d * q[i] (8.5 bits a value);
+ *   TESSERA_Q4_0: 18 bytes, an f16 scale d and 16 bytes of 4-bit q: value i = d * (n_i - 8),
+ *                 n_i the low nibble of byte i for i < 16 and the high nibble of byte i - 16
+ *                 after (4.5 bits a value).
+ * An array of a block type holds whole blocks: its element count is a multiple of 32, and its
+ * strides (counted in values, as every stride is) are multiples of 32. tessera_dtype_size gives
+ * the bytes of n values of any type. */
 typedef enum tessera_dtype {
   TESSERA_F32 = 0,
   TESSERA_F16 = 1,
   TESSERA_BF16 = 2,
+  TESSERA_Q8_0 = 3,
+  TESSERA_Q4_0 = 4,
   TESSERA_DTYPE_MIN_ENUM = -0x7FFFFFFF - 1,
   TESSERA_DTYPE_MAX_ENUM = 0x7FFFFFFF
 } tessera_dtype;
@@ -131,9 +141,20 @@ TESSERA_API size_t tessera_workspace_peak(void);
  * ties to even; infinities stay infinite; a NaN stays a NaN of its sign, quieted, with the top
  * bits of its payload; f16 overflow (|x| >= 65520) gives inf; subnormals are kept. Widening is
  * exact. f16 <-> bf16 goes through f32 (one rounding). x and y may not overlap, except x == y
- * when from == to. tessera::reference::f32_to_f16 and its kin are the specification. */
+ * when from == to. tessera::reference::f32_to_f16 and its kin are the specification.
+ * The block types convert to and from TESSERA_F32 only, n a multiple of 32, block by block:
+ *   f32 -> q8_0: d = max|x| / 127 (float), q = round(x / d) half away from zero, computed as
+ *                x * (1 / d); d stored rounded to f16 (ggml's quantize_row_q8_0_ref);
+ *   f32 -> q4_0: m = the value of largest |x| (the first, in a tie), d = m / -8, n = min(15,
+ *                trunc(x * (1 / d) + 8.5)), d stored rounded to f16 (quantize_row_q4_0_ref);
+ *   a block holding a NaN or an infinity stores d = NaN and every q as 0: it dequantizes to NaN;
+ *   q -> f32 is exact (d times the integer).
+ * tessera::reference::quantize and dequantize are their specification. */
 TESSERA_API tessera_status tessera_convert(tessera_dtype from, tessera_dtype to, int64_t n,
                                            const void* x, void* y);
+/* Bytes of n values of type t (a whole number of blocks for the block types); 0 when t is not
+ * a type, n < 0, n is not a multiple of a block type's 32, or the size overflows. */
+TESSERA_API size_t tessera_dtype_size(tessera_dtype t, int64_t n);
 
 /* ---- GEMM ----------------------------------------------------------------------------------- */
 
@@ -249,9 +270,21 @@ typedef struct tessera_attention_desc {
   const float* alibi_slopes; /* [q_heads], or NULL */
   float softcap;             /* > 0: softcap * tanh(s / softcap) on scaled scores; 0 off */
   float* lse;                /* optional output [batch][q_heads][q_len], natural log */
-  /* Element types of k and v (TESSERA_F32, the zero value, or TESSERA_F16 / TESSERA_BF16); their
-   * strides count elements of that type. Half-precision keys and values are widened exactly as
-   * they are read; scores, the softmax statistics and the O accumulator stay float32. */
+  /* Element types of k and v: TESSERA_F32 (the zero value), TESSERA_F16, TESSERA_BF16, or the
+   * block types TESSERA_Q8_0 / TESSERA_Q4_0; strides count values of that type (a block type's:
+   * multiples of 32, and head_dim / value_dim too). Half-precision keys and values are widened
+   * exactly as they are read; block-type ones dequantized exactly (d times the integer), in
+   * registers. With a block-type K the scores use each query row rounded to q8_0 (per 32 values
+   * of head_dim, as tessera_convert rounds), on every path: s = scale q'.k'. Scores, the
+   * softmax statistics and the O accumulator stay float32.
+   * Against the result on unquantized q, k and v, each element of an output row is within
+   *   max_j |v'_j - v_j| + (e^(2 D) - 1) max_j |v_j|,
+   *   D = |scale| max_j sum_b (||q'_b||_1 e_K(a_kjb) + e_8(a_qb) ||k_jb||_1)
+   * (j the visible keys, b the blocks of 32 along head_dim, a a block's largest |value|, v' and
+   * k' the stored values): e_8(a) = 0.00443 a + 4e-6 for q8_0 (half a step of a/127 and the f16
+   * scale's rounding), e_4(a) = 0.1255 a + 3e-7 for q4_0 (a whole step of a/8 where the largest
+   * value's opposite end is clamped), 0 for f32, e_K and |v' - v| as K's and V's types give;
+   * and the float32 arithmetic's own error on top. */
   tessera_dtype k_type, v_type;
 } tessera_attention_desc;
 
@@ -309,7 +342,9 @@ TESSERA_API tessera_status tessera_additive_attention_batch(
  * that cannot hold them is an error, and the cache is left as it was.
  * weight_type: the elements of w_q, w_k, w_v and w_o (f32, f16 or bf16; biases are float32).
  * cache_type: the elements of k_cache and v_cache; new rows are projected in float32 and
- * rounded to it (nearest even). Scores, softmax and sums stay float32. Both default to F32. */
+ * rounded to it (nearest even; a block type quantized row by row as tessera_convert does, which
+ * needs head_dim and value_dim multiples of 32, and scores the queries rounded to q8_0 as
+ * tessera_attention does). Scores, softmax and sums stay float32. Both default to F32. */
 typedef struct tessera_mha_desc {
   int64_t batch, q_len, kv_len;
   int64_t q_in_dim, kv_in_dim, out_dim;

@@ -71,6 +71,9 @@ tessera_status tessera_convert(tessera_dtype from, tessera_dtype to, int64_t n, 
                             x, y);
   });
 }
+size_t tessera_dtype_size(tessera_dtype t, int64_t n) {
+  return tessera::dtype_size(static_cast<tessera::DType>(t), n);
+}
 tessera_status tessera_set_num_threads(int n) {
   return guarded([&] { return tessera::set_num_threads(n); });
 }

@@ -27,7 +27,9 @@ Status spans_of(const tessera_attention_desc& d, Spans& s) {
     const int64_t strides[4] = {st[0], st[1], st[2], 1}, extents[4] = {rows, heads, len, dim};
     return tensor_span(name, strides, extents, 4, bytes, out);
   };
-  const size_t kb = dtype_bytes(DType(d.k_type)), vb = dtype_bytes(DType(d.v_type));
+  // A block type's span is counted in values (its bytes: storage_bytes), as its strides are.
+  const DType kt = DType(d.k_type), vt = DType(d.v_type);
+  const size_t kb = is_block(kt) ? 2 : dtype_bytes(kt), vb = is_block(vt) ? 2 : dtype_bytes(vt);
   TESSERA_CHECK(span("q", d.q_stride, d.q_heads, d.q_len, d.head_dim, 4, s.q));
   TESSERA_CHECK(span("k", d.k_stride, d.kv_heads, d.kv_len, d.head_dim, kb, s.k));
   TESSERA_CHECK(span("v", d.v_stride, d.kv_heads, d.kv_len, d.value_dim, vb, s.v));
@@ -64,8 +66,19 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const vo
                 "desc->q_heads = %lld is not a multiple of kv_heads = %lld", (long long)d.q_heads,
                 (long long)d.kv_heads);
   TESSERA_CHECK(check_finite("desc->scale", d.scale));
-  TESSERA_CHECK(check_dtype("desc->k_type", DType(d.k_type)));
-  TESSERA_CHECK(check_dtype("desc->v_type", DType(d.v_type)));
+  TESSERA_CHECK(check_storage_type("desc->k_type", DType(d.k_type)));
+  TESSERA_CHECK(check_storage_type("desc->v_type", DType(d.v_type)));
+  // A quantized K or V is read a block of 32 values at a time along its rows.
+  TESSERA_CHECK(check_blocks("desc->head_dim", d.head_dim, DType(d.k_type)));
+  TESSERA_CHECK(check_blocks("desc->value_dim", d.value_dim, DType(d.v_type)));
+  for (int i = 0; i < 3; ++i) {
+    static const char* const k_names[] = {"desc->k_stride[0]", "desc->k_stride[1]",
+                                          "desc->k_stride[2]"};
+    static const char* const v_names[] = {"desc->v_stride[0]", "desc->v_stride[1]",
+                                          "desc->v_stride[2]"};
+    TESSERA_CHECK(check_blocks(k_names[i], d.k_stride[i], DType(d.k_type)));
+    TESSERA_CHECK(check_blocks(v_names[i], d.v_stride[i], DType(d.v_type)));
+  }
   TESSERA_CHECK(check_strides("desc->q_stride", d.q_stride, 3));
   TESSERA_CHECK(check_strides("desc->k_stride", d.k_stride, 3));
   TESSERA_CHECK(check_strides("desc->v_stride", d.v_stride, 3));
@@ -114,8 +127,8 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const vo
   const int64_t rows = queries ? d.batch : 0;
   const Region inputs[] = {
       region("q", q, s.q, 4),
-      region("k", k, s.k, dtype_bytes(DType(d.k_type))),
-      region("v", v, s.v, dtype_bytes(DType(d.v_type))),
+      region("k", k, storage_bytes(DType(d.k_type), s.k), 1),
+      region("v", v, storage_bytes(DType(d.v_type), s.v), 1),
       region("desc->bias", d.bias, s.bias, 4),
       region("desc->mask", d.mask, s.mask, 1),
       region("desc->kv_lens", d.kv_lens, rows, sizeof(int32_t)),

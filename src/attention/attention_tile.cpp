@@ -20,8 +20,9 @@ void load_queries(const tessera_attention_desc& d, const Geometry& g, const floa
 }
 
 // The floats of each buffer of a task's state, in carve order (see TileState); each rounded
-// to 16 floats so that every one starts 64-byte aligned. The last three hold integers.
-constexpr int kStateBuffers = 15, kFloatBuffers = 12;
+// to 16 floats so that every one starts 64-byte aligned. The last five hold integers (the
+// quantized queries' bytes first).
+constexpr int kStateBuffers = 17, kFloatBuffers = 13;
 void state_sizes(const tessera_attention_desc& d, const arch::KernelTable& kt, int64_t rows,
                  int64_t* sizes) {
   const int64_t D = d.head_dim, Dv = d.value_dim, MR = kt.gemm.mr, NR = kt.gemm.nr;
@@ -29,11 +30,27 @@ void state_sizes(const tessera_attention_desc& d, const arch::KernelTable& kt, i
   const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
   const int64_t kw = d.k_type == TESSERA_F32 ? 0 : kBK * D;
   const int64_t vw = d.v_type == TESSERA_F32 ? 0 : kBK * Dv;
+  // A quantized K: the queries as q8_0 rows, their scales (floats) and int8 (a quarter float
+  // each).
+  const bool qk = quantized_keys(d);
   auto r16 = [](int64_t f) { return (f + 15) / 16 * 16; };
-  const int64_t f[kStateBuffers] = {
-      rows * D,   panels * MR * D, D * bk_padded, kBK * NR, kw,   vw,
-      rows * kBK, rows * Dv,       rows,          rows,     rows, rows,
-      4 * panels, 4 * chunks,      panels};
+  const int64_t f[kStateBuffers] = {rows * D,
+                                    panels * MR * D,
+                                    D * bk_padded,
+                                    kBK * NR,
+                                    kw,
+                                    vw,
+                                    rows * kBK,
+                                    rows * Dv,
+                                    rows,
+                                    rows,
+                                    rows,
+                                    rows,
+                                    qk ? rows * D / arch::kQBlock : 0,
+                                    qk ? ceil_div(rows * D, 4) : 0,
+                                    4 * panels,
+                                    4 * chunks,
+                                    panels};
   for (int i = 0; i < kStateBuffers; ++i) sizes[i] = r16(f[i]);
 }
 
@@ -52,18 +69,20 @@ void carve_state(float* p, const tessera_attention_desc& d, const arch::KernelTa
   const int64_t Dv = d.value_dim;
   int64_t sizes[kStateBuffers];
   state_sizes(d, kt, rows, sizes);
-  float** slots[kFloatBuffers] = {&st.qg, &st.qp, &st.kp, &st.vp, &st.kw,     &st.vw,
-                                  &st.s,  &st.o,  &st.m,  &st.l,  &st.tile_m, &st.tile_l};
+  float** slots[kFloatBuffers] = {&st.qg, &st.qp, &st.kp, &st.vp,     &st.kw,     &st.vw, &st.s,
+                                  &st.o,  &st.m,  &st.l,  &st.tile_m, &st.tile_l, &st.qd};
   for (int i = 0; i < kFloatBuffers; ++i) {
     *slots[i] = p;
     p += sizes[i];
   }
-  // cppcheck-suppress invalidPointerCast
-  st.extent = reinterpret_cast<int64_t*>(p);
+  st.qq = reinterpret_cast<int8_t*>(p);
   p += sizes[kFloatBuffers];
   // cppcheck-suppress invalidPointerCast
-  st.window = reinterpret_cast<int64_t*>(p);
+  st.extent = reinterpret_cast<int64_t*>(p);
   p += sizes[kFloatBuffers + 1];
+  // cppcheck-suppress invalidPointerCast
+  st.window = reinterpret_cast<int64_t*>(p);
+  p += sizes[kFloatBuffers + 2];
   st.o_live = reinterpret_cast<uint8_t*>(p);
   for (int64_t r = 0; r < rows; ++r) st.m[r] = -kInf, st.l[r] = 0.0f;
   // The packed path writes each Q panel's O with its first product (beta = 0, key_loop) and
@@ -76,17 +95,29 @@ void carve_state(float* p, const tessera_attention_desc& d, const arch::KernelTa
 // packed into MR-row panels in qp. Each head's rows are packed straight from Q (rows q_stride[2]
 // apart) when its block starts on a panel boundary; otherwise (a group whose blocks straddle
 // panels) through the stacked copy.
-void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arch::GemmKernels& gk,
+void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arch::KernelTable& kt,
                    const float* q, int64_t b, int64_t hk, int64_t i0, int64_t bq, TileState& st) {
+  const arch::GemmKernels& gk = kt.gemm;
   const int64_t rows = g.group * bq, D = d.head_dim;
   st.q_direct = nullptr;
+  if (quantized_keys(d)) {
+    // The queries rounded to q8_0: the integer dot kernels' operand (few rows), and dequantized
+    // back for the packed products, so that every path scores the same rounded queries.
+    load_queries(d, g, q, b, hk, i0, bq, st.qg);
+    kt.quant.quantize_rows(rows, D, st.qg, D, st.qq, st.qd);
+    if (few_rows(gk, rows)) return;
+    const int64_t blocks = D / arch::kQBlock;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < D; ++c)
+        st.qg[r * D + c] = st.qd[r * blocks + c / arch::kQBlock] * float(st.qq[r * D + c]);
+    gk.pack_a(false, rows, D, st.qg, D, st.qp);
+    return;
+  }
   if (few_rows(gk, rows)) {
     load_queries(d, g, q, b, hk, i0, bq, st.qg);
   } else if (g.group == 1 && d.kv_len <= kBK) {
     // One K tile: each Q panel meets the packed K^T once per K panel, and packing Q cost more
-    // than reading it in place (L = 256, d = 128, 1 thread: 3% of the call). With more tiles
-    // the packed copy pays for itself: read in place for every tile count, L = 512-2048 (d =
-    // 64 and 128, causal or not, 1 thread, alternated medians) moved -2% to +1%.
+    // than reading it in place. With more tiles the packed copy pays for itself.
     st.q_direct = q + b * d.q_stride[0] + hk * d.q_stride[1] + i0 * d.q_stride[2];
     st.ldq = d.q_stride[2];
   } else if (g.group == 1 || bq % gk.mr == 0) {

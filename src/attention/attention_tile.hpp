@@ -28,6 +28,12 @@ struct Geometry {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A block type (q8_0, q4_0) K: the scores use the queries rounded to q8_0 on every path (the
+// integer dot kernels' operand on few rows; dequantized again for the packed products).
+inline bool quantized_keys(const tessera_attention_desc& d) {
+  return d.k_type == TESSERA_Q8_0 || d.k_type == TESSERA_Q4_0;
+}
+
 // Few stacked rows (decode): S by dot products with K and Q read in place (Q is not packed),
 // P V with V read in place.
 inline bool few_rows(const arch::GemmKernels& gk, int64_t rows) { return rows <= 2 * gk.dot_rows; }
@@ -68,6 +74,8 @@ struct TileState {
   float* l;         // rows
   float* tile_m;    // rows: the running max after the current tile
   float* tile_l;    // rows: the current tile's sum of exps
+  float* qd;        // a quantized K: the queries' q8_0 scales (rows x D / 32), widened
+  int8_t* qq;       // and their int8 (rows x D)
   int64_t* extent;  // per Q panel: the current tile's keys [k0, k1) its rows may see
   int64_t* window;  // per softmax chunk of rows: the keys of the tile it reads
   uint8_t* o_live;  // per Q panel: whether its O rows hold anything yet
@@ -111,7 +119,7 @@ void carve_state(float* p, const tessera_attention_desc& d, const arch::KernelTa
                  int64_t rows, bool merged, TileState& st);
 
 // The task's queries where key_loop reads them.
-void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arch::GemmKernels& gk,
+void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arch::KernelTable& kt,
                    const float* q, int64_t b, int64_t hk, int64_t i0, int64_t bq, TileState& st);
 
 // O / l and lse for every row of a finished task.

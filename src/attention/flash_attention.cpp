@@ -81,7 +81,7 @@ Status prefill(const Geometry& g, const AttentionPlan& plan, const arch::KernelT
                                     const Slices::Lease slice(pool);
                                     TileState st;
                                     carve_state(slice.get(), d, kt, g.group * n, false, st);
-                                    stage_queries(d, g, kt.gemm, q, b, hk, i0, n, st);
+                                    stage_queries(d, g, kt, q, b, hk, i0, n, st);
                                     key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
                                     finish_rows(g, kt.softmax, b, hk, i0, n, st, o);
                                   }
@@ -122,7 +122,7 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
                                     const Slices::Lease slice(pool);
                                     TileState st;
                                     carve_state(slice.get(), d, kt, rows, true, st);
-                                    stage_queries(d, g, kt.gemm, q, b, hk, 0, d.q_len, st);
+                                    stage_queries(d, g, kt, q, b, hk, 0, d.q_len, st);
                                     key_loop(g, kt, b, hk, 0, d.q_len, c * chunk,
                                              std::min(d.kv_len, (c + 1) * chunk), k, v, st);
                                     float* out = partial + t * stride;

@@ -89,7 +89,7 @@ void key_dots_f32(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t D = t.g.d.head_dim, R = gk.dot_rows;
   int64_t ldk;
-  const float* kblock = t.krows.tile(t.kt.convert, j0 + jb, nb, ldk);
+  const float* kblock = t.krows.tile(t.kt, j0 + jb, nb, ldk);
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i), J = gk.dot_cols[r];
     // One row reads each K row once, from memory in decode: the in-order kernel.
@@ -122,8 +122,25 @@ void key_dots_16(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
   }
 }
 
-KeyDots key_dots(const arch::GemmKernels& gk, tessera_dtype k_type) {
+// q8_0 / q4_0 K: the integer dot kernels against the queries rounded to q8_0 (stage_queries),
+// K read in place; two keys a step.
+void key_dots_quant(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
+  const arch::QuantKernels& qk = t.kt.quant;
+  const int64_t D = t.g.d.head_dim, blocks = D / arch::kQBlock, R = qk.dot_rows;
+  const int ti = t.krows.block_index();
+  const uint8_t* kblock = t.krows.row8(j0 + jb);
+  for (int64_t i = 0; i < t.rows; i += R) {
+    const int64_t r = std::min(R, t.rows - i);
+    const arch::QuantRows q{t.st.qq + i * D, t.st.qd + i * blocks, D, blocks};
+    qk.dot[ti][r](q, kblock, t.krows.ld_bytes(), nb, t.st.s + i * kBK + jb, kBK, t.g.scale);
+  }
+}
+constexpr int kQuantDotCols[arch::kMaxDotRows + 1] = {1, 2, 2, 2, 2};
+
+KeyDots key_dots(const arch::KernelTable& kt, tessera_dtype k_type) {
+  const arch::GemmKernels& gk = kt.gemm;
   if (k_type == TESSERA_F32) return {gk.dot_rows, gk.dot_cols, key_dots_f32};
+  if (KvRows::block(k_type)) return {kt.quant.dot_rows, kQuantDotCols, key_dots_quant};
   return {gk.dot16_rows, gk.dot16_cols, key_dots_16};
 }
 
@@ -147,7 +164,7 @@ void scores_packed(const Task& t, int64_t j0, int64_t n) {
   const int64_t* extent = t.st.extent;
   TileState& st = t.st;
   int64_t ldk;
-  const float* ktile = t.krows.tile(t.kt.convert, j0, n, ldk);
+  const float* ktile = t.krows.tile(t.kt, j0, n, ldk);
   gk.pack_b(true, D, n, ktile, ldk, st.kp);
   SpreadPrefetch v_ahead(t.vrows.row(j0), t.vrows.ld_bytes(), t.vrows.row_bytes(), n,
                          ceil_div(n, NR) * ceil_div(t.rows, MR));
@@ -289,7 +306,7 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
   for (int64_t kb = lo; kb < hi; kb += kDecodeKeys) {
     const int64_t ke = std::min(hi, kb + kDecodeKeys);
     int64_t ldv;
-    const float* vblock = t.vrows.tile(t.kt.convert, j0 + kb, ke - kb, ldv);
+    const float* vblock = t.vrows.tile(t.kt, j0 + kb, ke - kb, ldv);
     for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
       const int64_t k0 = std::max(kb, extent[2 * p]), k1 = std::min(ke, extent[2 * p + 1]);
       const int64_t r = std::min(MR, t.rows - ir);
@@ -324,7 +341,7 @@ void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n) {
   const int64_t* extent = t.st.extent;
   TileState& st = t.st;
   int64_t ldv;
-  const float* vtile = t.vrows.tile(t.kt.convert, j0, n, ldv);
+  const float* vtile = t.vrows.tile(t.kt, j0, n, ldv);
   SpreadPrefetch k_ahead;
   if (next_n > 0)
     k_ahead = SpreadPrefetch(t.krows.row(j0 + kBK), t.krows.ld_bytes(), t.krows.row_bytes(), next_n,
@@ -347,12 +364,31 @@ void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n) {
     st.o_live[p] |= extent[2 * p + 1] > extent[2 * p];
 }
 
+// Few rows with q8_0 / q4_0 V: read in place and dequantized in registers by the table's quant
+// kernels, each Q panel over the keys it sees, up to dot_rows rows a call.
+void pv_quant(const Task& t, int64_t j0, int64_t, int64_t) {
+  const arch::QuantKernels& qk = t.kt.quant;
+  const int64_t MR = t.kt.gemm.mr, R = qk.dot_rows, Dv = t.g.d.value_dim;
+  const int ti = t.vrows.block_index();
+  const int64_t* extent = t.st.extent;
+  for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
+    const int64_t k0 = extent[2 * p], k1 = extent[2 * p + 1];
+    if (k1 <= k0) continue;
+    for (int64_t i = ir; i < std::min(t.rows, ir + MR); i += R) {
+      const int64_t r = std::min(R, std::min(t.rows, ir + MR) - i);
+      qk.pv[ti][r](k1 - k0, t.st.s + i * kBK + k0, kBK, t.vrows.row8(j0 + k0), t.vrows.ld_bytes(),
+                   Dv / arch::kQBlock, t.st.o + i * Dv, Dv);
+    }
+  }
+}
+
 using PvStep = void (*)(const Task& t, int64_t j0, int64_t n, int64_t next_n);
 
 // The P V step for this task's rows and V storage type.
 PvStep pv_step(const Task& t, bool few) {
   const arch::GemmKernels& gk = t.kt.gemm;
   if (!few) return pv_packed;
+  if (KvRows::block(t.g.d.v_type)) return pv_quant;
   if (t.g.d.v_type != TESSERA_F32 && t.rows <= arch::kMaxWideRows && t.rows <= gk.mr)
     return pv_in_place_16;
   return pv_few_rows;
@@ -371,7 +407,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   const KvRows vrows(v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw);
   const Task t{g, kt, b, hk, i0, bq, rows, krows, vrows, st};
   const bool few = few_rows(kt.gemm, rows);
-  const KeyDots kd = key_dots(kt.gemm, d.k_type);
+  const KeyDots kd = key_dots(kt, d.k_type);
   const PvStep pv = pv_step(t, few);
   const int64_t chunk = softmax_chunk(kt);  // rows per softmax chunk (tile_windows)
   std::memset(st.o_live, 0, size_t(ceil_div(rows, kt.gemm.mr)));

@@ -41,41 +41,67 @@ struct SpreadPrefetch {
 
 // The K or V rows of one (batch, KV head): tiles of them as float32 rows, read in place, or
 // widened into the task's buffer first (a f16/bf16 tile: one pass of the table's conversion
-// kernels, so the products run on float32 as they do for float32 inputs).
+// kernels; a q8_0/q4_0 tile: its dequantization; the products then run on float32 as they do
+// for float32 inputs). Strides count values; a block type's are whole blocks.
 struct KvRows {
   const char* base;  // row 0
-  int64_t ld;        // elements between rows
-  int64_t len;       // elements per row
+  int64_t ld;        // values between rows
+  int64_t len;       // values per row
   tessera_dtype type;
   float* widened;  // BK x len floats
 
   KvRows(const void* p, tessera_dtype t, const int64_t* stride, int64_t b, int64_t hk, int64_t len_,
          float* w)
-      : base(static_cast<const char*>(p) + (b * stride[0] + hk * stride[1]) * bytes(t)),
+      : base(static_cast<const char*>(p) + bytes(t, b * stride[0] + hk * stride[1])),
         ld(stride[2]),
         len(len_),
         type(t),
         widened(w) {}
-  static int64_t bytes(tessera_dtype t) { return t == TESSERA_F32 ? 4 : 2; }
-  const char* row(int64_t j) const { return base + j * ld * bytes(type); }
-  int64_t ld_bytes() const { return ld * bytes(type); }
-  int64_t row_bytes() const { return len * bytes(type); }
+  // The bytes of n values (n whole blocks for a block type).
+  static int64_t bytes(tessera_dtype t, int64_t n) {
+    switch (t) {
+      case TESSERA_F32:
+        return 4 * n;
+      case TESSERA_Q8_0:
+        return n / arch::kQBlock * arch::kQBlockBytes[0];
+      case TESSERA_Q4_0:
+        return n / arch::kQBlock * arch::kQBlockBytes[1];
+      default:
+        return 2 * n;
+    }
+  }
+  static bool block(tessera_dtype t) { return t == TESSERA_Q8_0 || t == TESSERA_Q4_0; }
+  // The kernel tables' index of a block type: 0 q8_0, 1 q4_0.
+  int block_index() const { return type == TESSERA_Q4_0 ? 1 : 0; }
+  const char* row(int64_t j) const { return base + bytes(type, j * ld); }
+  int64_t ld_bytes() const { return bytes(type, ld); }
+  int64_t row_bytes() const { return bytes(type, len); }
   // cppcheck-suppress invalidPointerCast
   const uint16_t* row16(int64_t j) const { return reinterpret_cast<const uint16_t*>(row(j)); }
+  // cppcheck-suppress invalidPointerCast
+  const uint8_t* row8(int64_t j) const { return reinterpret_cast<const uint8_t*>(row(j)); }
   // Rows [j0, j0 + n) as float32, ld_out floats apart.
-  const float* tile(const arch::ConvertKernels& cv, int64_t j0, int64_t n, int64_t& ld_out) const {
+  const float* tile(const arch::KernelTable& kt, int64_t j0, int64_t n, int64_t& ld_out) const {
     if (type == TESSERA_F32) {
       ld_out = ld;
       // cppcheck-suppress invalidPointerCast
       return reinterpret_cast<const float*>(row(j0));
     }
-    const auto widen = type == TESSERA_F16 ? cv.f16_to_f32 : cv.bf16_to_f32;
+    ld_out = len;
+    if (block(type)) {
+      const auto dequantize = kt.quant.dequantize[block_index()];
+      if (ld == len)
+        dequantize(n * len, row8(j0), widened);
+      else
+        for (int64_t r = 0; r < n; ++r) dequantize(len, row8(j0 + r), widened + r * len);
+      return widened;
+    }
+    const auto widen = type == TESSERA_F16 ? kt.convert.f16_to_f32 : kt.convert.bf16_to_f32;
     const uint16_t* h = row16(j0);
     if (ld == len)
       widen(n * len, h, widened);
     else
       for (int64_t r = 0; r < n; ++r) widen(len, h + r * ld, widened + r * len);
-    ld_out = len;
     return widened;
   }
 };

@@ -19,10 +19,8 @@ constexpr size_t kAlign = 64;
 
 size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-// Element `i` of an array of `t`.
-void* at(void* p, DType t, int64_t i) {
-  return static_cast<char*>(p) + i * int64_t(dtype_bytes(t));
-}
+// Element `i` of an array of `t` (a whole block's first for a block type).
+void* at(void* p, DType t, int64_t i) { return static_cast<char*>(p) + storage_bytes(t, i); }
 
 // C (rows x cols, ldc) = X W (+ bias broadcast over rows): packed W (float32 or 16-bit panels)
 // through sgemm_packed, row-major 16-bit W through gemm_ex (widened in registers). The bias goes
@@ -90,7 +88,7 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
       for (const bool v_side : {false, true}) {
         const int64_t n = Lkv * (v_side ? Dv : D);
         void* saved = at(v_side ? save_v : save_k, ct, bh * n);
-        const size_t bytes = size_t(n) * dtype_bytes(ct);
+        const size_t bytes = size_t(storage_bytes(ct, n));
         if (save)
           std::memcpy(saved, new_rows(v_side, bh), bytes);
         else
@@ -102,13 +100,17 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
   if (saved) {
     copy_rows(true);
     // The new rows into the cache, [b][hk][cache_len + t][dim], rounded to its type by the
-    // table's conversion kernels (tessera_convert's rounding, without a checked call per row).
-    const arch::ConvertKernels& cv = active_table().convert;
+    // table's conversion kernels (tessera_convert's rounding, without a checked call per row;
+    // a block type's row quantized block by block).
+    const arch::KernelTable& kt = active_table();
     const auto store = [&](const float* row, int64_t n, void* dst) {
       if (ct == DType::f32)
         std::memcpy(dst, row, size_t(n) * sizeof(float));
+      else if (is_block(ct))
+        kt.quant.quantize[block_index(ct)](n, row, static_cast<uint8_t*>(dst));
       else
-        (ct == DType::f16 ? cv.f32_to_f16 : cv.f32_to_bf16)(n, row, static_cast<uint16_t*>(dst));
+        (ct == DType::f16 ? kt.convert.f32_to_f16 : kt.convert.f32_to_bf16)(
+            n, row, static_cast<uint16_t*>(dst));
     };
     for (int64_t b = 0; b < B; ++b)
       for (int64_t hk = 0; hk < Hk; ++hk)

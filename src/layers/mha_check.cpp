@@ -42,9 +42,9 @@ Status counts_of(const MhaDesc& d, MhaCounts& c) {
   }
   TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.kd}, c.kv_k));
   TESSERA_CHECK(checked_count("desc->kv_len", {d.batch, d.kv_len, c.vd}, c.kv_v));
-  if (d.k_cache) {
-    const int64_t per = 4 / int64_t(dtype_bytes(cache_type(d)));  // elements per float
-    c.save_k = (c.kv_k + per - 1) / per, c.save_v = (c.kv_v + per - 1) / per;
+  if (d.k_cache) {  // the saved rows' bytes, in floats
+    c.save_k = (storage_bytes(cache_type(d), c.kv_k) + 3) / 4;
+    c.save_v = (storage_bytes(cache_type(d), c.kv_v) + 3) / 4;
   }
   if (mha_workspace_bytes(c) == 0)
     return fail(Status::invalid_argument,
@@ -112,7 +112,7 @@ Status check_mha(const MhaDesc& d, bool weights, MhaCounts& c) {
   TESSERA_CHECK(check_nonneg("desc->q_len", d.q_len));
   TESSERA_CHECK(check_nonneg("desc->kv_len", d.kv_len));
   TESSERA_CHECK(check_layer_fields(d));
-  TESSERA_CHECK(check_dtype("desc->cache_type", cache_type(d)));
+  TESSERA_CHECK(check_storage_type("desc->cache_type", cache_type(d)));
   if (weights) {
     TESSERA_CHECK(check_ptr("desc->w_q", d.w_q, true));
     TESSERA_CHECK(check_ptr("desc->w_k", d.w_k, true));
@@ -145,7 +145,7 @@ Status check_mha(const MhaDesc& d, bool weights, MhaCounts& c) {
 Status check_mha_aliasing(const MhaDesc& d, const MhaCounts& c, const float* x_q, const float* x_k,
                           const float* x_v, const float* out, const void* workspace,
                           size_t workspace_bytes) {
-  const size_t wb = dtype_bytes(DType(d.weight_type)), cb = dtype_bytes(cache_type(d));
+  const size_t wb = dtype_bytes(DType(d.weight_type));
   const bool shared = x_k == x_v;
   const Region in[] = {
       region("x_q", x_q, c.x_q, 4),
@@ -165,8 +165,8 @@ Status check_mha_aliasing(const MhaDesc& d, const MhaCounts& c, const float* x_q
       region("desc->alibi_slopes", d.alibi_slopes, d.alibi_slopes ? d.q_heads : 0, 4)};
   const Region outputs[] = {
       region("out", out, c.out, 4), region("desc->lse", d.lse, c.lse, 4),
-      region("desc->k_cache", d.k_cache, c.cache_k, cb),
-      region("desc->v_cache", d.v_cache, c.cache_v, cb),
+      region("desc->k_cache", d.k_cache, storage_bytes(cache_type(d), c.cache_k), 1),
+      region("desc->v_cache", d.v_cache, storage_bytes(cache_type(d), c.cache_v), 1),
       region("workspace", workspace, int64_t(workspace ? workspace_bytes : 0), 1)};
   constexpr size_t n = sizeof outputs / sizeof outputs[0];
   for (size_t i = 0; i < n; ++i) {

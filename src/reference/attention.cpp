@@ -1,5 +1,6 @@
 // Reference attention: for each query, every key's score and visibility straight from the
-// definition in tessera.h, then a double-precision softmax over the visible keys.
+// definition in tessera.h, then a double-precision softmax over the visible keys. With a block
+// type K, the query rounded to q8_0 as tessera.h says.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -16,6 +17,9 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
   std::vector<double> s(static_cast<size_t>(d.kv_len));
   std::vector<char> visible(static_cast<size_t>(d.kv_len));
   std::vector<double> acc(static_cast<size_t>(d.value_dim));
+  const bool quantized_k = d.k_type == TESSERA_Q8_0 || d.k_type == TESSERA_Q4_0;
+  std::vector<float> q_rounded(quantized_k ? size_t(d.head_dim) : 0);
+  std::vector<uint8_t> q_blocks(quantized_k ? storage_bytes(TESSERA_Q8_0, d.head_dim) : 0);
 
   for (int64_t b = 0; b < d.batch; ++b) {
     const int64_t valid = d.kv_lens ? d.kv_lens[b] : d.kv_len;
@@ -24,6 +28,11 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
       for (int64_t i = 0; i < d.q_len; ++i) {
         const int64_t p = d.align == TESSERA_ALIGN_BOTTOM_RIGHT ? i + valid - d.q_len : i;
         const float* qi = q + b * d.q_stride[0] + h * d.q_stride[1] + i * d.q_stride[2];
+        if (quantized_k) {  // the scores use the query rounded to q8_0 (tessera.h)
+          quantize(TESSERA_Q8_0, d.head_dim, qi, q_blocks.data());
+          dequantize(TESSERA_Q8_0, d.head_dim, q_blocks.data(), q_rounded.data());
+          qi = q_rounded.data();
+        }
         double m = -kInf;
         bool nan = false;
         for (int64_t j = 0; j < d.kv_len; ++j) {

@@ -44,10 +44,15 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
       for (int64_t hk = 0; hk < Hk; ++hk)
         for (int64_t t = 0; t < Lkv; ++t) {
           const int64_t slot = (b * Hk + hk) * d.cache_capacity + d.cache_len + t;
-          for (int64_t c = 0; c < D; ++c)
-            store_element(ct, d.k_cache, slot * D + c, kp[(b * Lkv + t) * Hk * D + hk * D + c]);
-          for (int64_t c = 0; c < Dv; ++c)
-            store_element(ct, d.v_cache, slot * Dv + c, vp[(b * Lkv + t) * Hk * Dv + hk * Dv + c]);
+          const float* krow = &kp[size_t((b * Lkv + t) * Hk * D + hk * D)];
+          const float* vrow = &vp[size_t((b * Lkv + t) * Hk * Dv + hk * Dv)];
+          if (ct == TESSERA_Q8_0 || ct == TESSERA_Q4_0) {  // a row is whole blocks
+            quantize(ct, D, krow, static_cast<char*>(d.k_cache) + storage_bytes(ct, slot * D));
+            quantize(ct, Dv, vrow, static_cast<char*>(d.v_cache) + storage_bytes(ct, slot * Dv));
+            continue;
+          }
+          for (int64_t c = 0; c < D; ++c) store_element(ct, d.k_cache, slot * D + c, krow[c]);
+          for (int64_t c = 0; c < Dv; ++c) store_element(ct, d.v_cache, slot * Dv + c, vrow[c]);
         }
   }
   // Q, K, V and O gathered into packed [batch][head][seq][dim] arrays (K and V from the cache,
@@ -85,6 +90,13 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
     a.bias_stride[i] = d.bias_stride[i], a.mask_stride[i] = d.mask_stride[i];
   a.alibi_slopes = d.alibi_slopes, a.softcap = d.softcap, a.lse = d.lse;
   a.k_type = a.v_type = TESSERA_F32;
+  if (cached && (ct == TESSERA_Q8_0 || ct == TESSERA_Q4_0)) {
+    // Scores against a block-type cache use the queries rounded to q8_0 (tessera.h); the cache's
+    // values are read dequantized.
+    std::vector<uint8_t> blocks(storage_bytes(TESSERA_Q8_0, int64_t(q.size())));
+    quantize(TESSERA_Q8_0, int64_t(q.size()), q.data(), blocks.data());
+    dequantize(TESSERA_Q8_0, int64_t(q.size()), blocks.data(), q.data());
+  }
   attention(a, q.data(), k.data(), v.data(), o.data());
 
   // Heads concatenated per token, then the output projection.

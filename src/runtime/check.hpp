@@ -42,7 +42,43 @@ inline Status check_dtype(const char* name, DType t) {
 }
 inline size_t dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
 inline const char* dtype_name(DType t) {
-  return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
+  switch (t) {
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::q8_0:
+      return "q8_0";
+    case DType::q4_0:
+      return "q4_0";
+  }
+  return "?";
+}
+
+// The block types (q8_0, q4_0): 32 values a block (arch/common/quant.hpp), an index t of the
+// kernel tables' QuantKernels.
+inline bool is_block(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+inline int block_index(DType t) { return t == DType::q4_0 ? 1 : 0; }
+inline constexpr int64_t kBlockValues = 32;
+inline int64_t block_bytes(DType t) { return t == DType::q8_0 ? 34 : 18; }
+// Bytes of n values (n a multiple of the block for a block type).
+inline int64_t storage_bytes(DType t, int64_t n) {
+  return is_block(t) ? n / kBlockValues * block_bytes(t) : n * int64_t(dtype_bytes(t));
+}
+// A stored K/V array or cache: any of the five types.
+inline Status check_storage_type(const char* name, DType t) {
+  if (t == DType::f32 || t == DType::f16 || t == DType::bf16 || is_block(t)) return Status::ok;
+  return fail(Status::invalid_argument,
+              "%s = %d is not TESSERA_F32, TESSERA_F16, TESSERA_BF16, TESSERA_Q8_0 or TESSERA_Q4_0",
+              name, static_cast<int>(t));
+}
+// A dimension or stride of a block-type array counts whole blocks of values.
+inline Status check_blocks(const char* name, int64_t values, DType t) {
+  if (!is_block(t) || values % kBlockValues == 0) return Status::ok;
+  return fail(Status::invalid_argument, "%s = %lld must be a multiple of 32 for a %s array", name,
+              (long long)values, dtype_name(t));
 }
 
 // A row-major matrix of `cols` columns needs ld >= max(1, cols) (the BLAS rule).

@@ -28,11 +28,13 @@ bool avx512(const Hardware& hw) {
 bool avx2(const Hardware& hw) {
   return hw.has(Feature::avx2) && hw.has(Feature::fma) && hw.has(Feature::f16c);
 }
-// The avx512 table with the kernels of the features beyond its own that this CPU has.
+// The avx512 table with the kernels of the features beyond its own that this CPU has
+// (AVX512_BF16's vdpbf16ps, AVX512-VNNI's vpdpbusd).
 const arch::KernelTable& avx512_here() {
   static const arch::KernelTable table = [] {
     arch::KernelTable t = arch::avx512_table();
     if (hardware().has(Feature::avx512_bf16)) t.bf16dot = arch::avx512_bf16_dot_kernels();
+    if (hardware().has(Feature::avx512_vnni)) t.quant = arch::avx512_vnni_quant_kernels();
     return t;
   }();
   return table;

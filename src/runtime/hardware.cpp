@@ -18,10 +18,10 @@ namespace tessera::detail {
 namespace {
 
 constexpr const char* kFeatureNames[] = {
-    "sse2",     "avx",      "fma",      "f16c",        "avx2",        "avx512f",
-    "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16", "amx_bf16",
-    "asimd",    "fphp",     "asimdhp",  "asimddp",     "i8mm",        "bf16",
-    "sve",      "sve2",     "neon",     "vfpv4"};
+    "sse2",        "avx",      "fma",      "f16c",        "avx2",        "avx512f",
+    "avx512dq",    "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16", "amx_bf16",
+    "avx512_vnni", "avx_vnni", "asimd",    "fphp",        "asimdhp",     "asimddp",
+    "i8mm",        "bf16",     "sve",      "sve2",        "neon",        "vfpv4"};
 static_assert(sizeof(kFeatureNames) / sizeof(*kFeatureNames) == size_t(Feature::count));
 
 constexpr const char* kClassNames[] = {"x86-generic", "x86-intel-avx512", "x86-zen4", "x86-zen5",
@@ -62,6 +62,7 @@ void detect_cpu(Hardware& hw) {
   if (max_leaf < 7) return;
   __get_cpuid_count(7, 0, &a, &b, &c, &d);
   const unsigned leaf7_edx = d;
+  set(hw, Feature::avx512_vnni, zmm && (c & (1u << 11)));
   set(hw, Feature::avx2, ymm && (b & (1u << 5)));
   set(hw, Feature::avx512f, zmm && (b & (1u << 16)));
   set(hw, Feature::avx512dq, zmm && (b & (1u << 17)));
@@ -71,6 +72,7 @@ void detect_cpu(Hardware& hw) {
   set(hw, Feature::amx_bf16, tiles && (leaf7_edx & (1u << 22)));
   __get_cpuid_count(7, 1, &a, &b, &c, &d);
   set(hw, Feature::avx512_bf16, zmm && (a & (1u << 5)));
+  set(hw, Feature::avx_vnni, ymm && (a & (1u << 4)));
 }
 #elif defined(__linux__) && defined(__aarch64__)
 void detect_cpu(Hardware& hw) {

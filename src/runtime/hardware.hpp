@@ -22,6 +22,8 @@ enum class Feature : uint32_t {
   avx512_bf16,
   avx512_fp16,
   amx_bf16,
+  avx512_vnni,
+  avx_vnni,
   // AArch64 (HWCAP / HWCAP2 names)
   asimd,
   fphp,

@@ -34,7 +34,16 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "convert_f32_f16",
                                         "convert_f16_f32",
                                         "convert_f32_bf16",
-                                        "convert_bf16_f32"};
+                                        "convert_bf16_f32",
+                                        "quant_dot_q8_0",
+                                        "quant_dot_q4_0",
+                                        "quant_pv_q8_0",
+                                        "quant_pv_q4_0",
+                                        "quantize_q8_0",
+                                        "quantize_q4_0",
+                                        "dequantize_q8_0",
+                                        "dequantize_q4_0",
+                                        "quantize_rows_q8_0"};
 static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
 
 struct Adder {
@@ -61,12 +70,39 @@ struct Adder {
   }
 
   // A conversion kernel: f16_from_f32_avx2, ...
-  void conversion(KernelFamily f, const char* what, const void* fn) {
+  void conversion(KernelFamily f, const char* what, const void* fn, const char* feature = "") {
     KernelRow row;
     row.name = std::string(what) + "_" + t.name;
     row.table = t.name, row.features = table_features(t.name);
+    if (*feature) row.features = row.features + " " + feature;
     row.family = f, row.rows = 1, row.fn = fn;
     out.push_back(row);
+  }
+
+  // The block types' kernels: q8_0_dot_vpdpbusd_4x2_avx512 (rows x keys a step), q8_0_pv_4x32
+  // (rows x a block's columns), q8_0_from_f32, f32_from_q8_0, q8_0_rows_from_f32.
+  void quant() {
+    const arch::QuantKernels& q = t.quant;
+    const char* types[2] = {"q8_0", "q4_0"};
+    const KernelFamily dots[2] = {KernelFamily::quant_dot_q8_0, KernelFamily::quant_dot_q4_0};
+    const KernelFamily pvs[2] = {KernelFamily::quant_pv_q8_0, KernelFamily::quant_pv_q4_0};
+    const KernelFamily to[2] = {KernelFamily::quantize_q8_0, KernelFamily::quantize_q4_0};
+    const KernelFamily from[2] = {KernelFamily::dequantize_q8_0, KernelFamily::dequantize_q4_0};
+    const std::string dot = std::string("dot_") + (q.dot_name ? q.dot_name : "");
+    for (int i = 0; i < 2; ++i) {
+      for (int r = 1; r <= q.dot_rows; ++r) {
+        add(dots[i], dot.c_str(), r, 2, 0, 0, reinterpret_cast<const void*>(q.dot[i][r]), types[i],
+            q.feature);
+        add(pvs[i], "pv", r, arch::kQBlock, 0, 0, reinterpret_cast<const void*>(q.pv[i][r]),
+            types[i]);
+      }
+      conversion(to[i], (std::string(types[i]) + "_from_f32").c_str(),
+                 reinterpret_cast<const void*>(q.quantize[i]));
+      conversion(from[i], (std::string("f32_from_") + types[i]).c_str(),
+                 reinterpret_cast<const void*>(q.dequantize[i]));
+    }
+    conversion(KernelFamily::quantize_rows_q8_0, "q8_0_rows_from_f32",
+               reinterpret_cast<const void*>(q.quantize_rows));
   }
 
   // The MR x NR tile's kernels (the table's own, or its deep tile's).
@@ -161,6 +197,7 @@ struct Adder {
                reinterpret_cast<const void*>(c.f32_to_bf16));
     conversion(KernelFamily::convert_bf16_f32, "f32_from_bf16",
                reinterpret_cast<const void*>(c.bf16_to_f32));
+    quant();
   }
 };
 

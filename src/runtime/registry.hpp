@@ -40,6 +40,15 @@ enum class KernelFamily : uint8_t {
   convert_f16_f32,          // ConvertKernels::f16_to_f32
   convert_f32_bf16,         // ConvertKernels::f32_to_bf16
   convert_bf16_f32,         // ConvertKernels::bf16_to_f32
+  quant_dot_q8_0,           // QuantDotFn: q8_0 query rows against q8_0 keys (arch/common/quant.hpp)
+  quant_dot_q4_0,           // QuantDotFn: q8_0 query rows against q4_0 keys
+  quant_pv_q8_0,            // QuantPvFn: O += P V, V q8_0 dequantized in registers
+  quant_pv_q4_0,            // QuantPvFn: the same with V q4_0
+  quantize_q8_0,            // QuantKernels::quantize[0]: f32 -> q8_0 blocks
+  quantize_q4_0,            // QuantKernels::quantize[1]: f32 -> q4_0 blocks
+  dequantize_q8_0,          // QuantKernels::dequantize[0]
+  dequantize_q4_0,          // QuantKernels::dequantize[1]
+  quantize_rows_q8_0,       // QuantKernels::quantize_rows: query rows to int8 and scales
   count
 };
 const char* family_name(KernelFamily f);

@@ -1,0 +1,230 @@
+// The block types q8_0 and q4_0 (ggml's layouts; tessera.h): quantize, dequantize, the query
+// rows' rounding, the integer dot kernels of Q K^T and the dequantizing P V kernels, written once
+// over an ISA's integer lanes (QOps: arch/x86/quant_x86.hpp, arch/arm/quant_neon.hpp; QOps::Pv
+// the float lanes of P V).
+//
+// Contract:
+//  - A q8_0 block is 34 bytes: an f16 scale d, then 32 int8 q (value i = d q[i]). A q4_0 block
+//    is 18 bytes: an f16 d, then 16 bytes whose low nibbles are values 0-15 and high nibbles
+//    values 16-31, each stored as n = q + 8 (value = d (n - 8)).
+//  - quantize[t](n, x, y): n (a multiple of 32) floats to n / 32 blocks, bit for bit as
+//    tessera::reference::quantize (ggml's rounding for finite values; a block with a NaN or an
+//    infinity gets d = NaN, every q 0). dequantize[t]: exact.
+//  - quantize_rows: the query rows as q8_0 blocks (the rounding of quantize), stored split: the
+//    int8 in qs (row r at qs + r d), each block's scale as the float the f16 d widens to.
+//  - dot[t][R](q, k, ldk, n, s, lds, alpha): R query rows against n keys (rows of q.blocks
+//    blocks, ldk bytes apart): s[r lds + j] = alpha sum_b (dq dk) isum_b, isum_b the exact int32
+//    dot of block b (the query's q in [-127, 127], as quantize_rows makes them; a key's any
+//    int8), the products of the scales and the block sums in float32, the blocks summed in order.
+//  - pv[t][R](n, p, ldp, v, ldv, blocks, o, ldo): o[r ldo + c] += sum_j p[r ldp + j] d_v q_v,
+//    float32, the keys summed in order into each O element (which it reads and writes).
+//  - Kernels are stateless, allocate nothing, read no byte past the blocks they are given.
+#pragma once
+
+#include "kernel_ns.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "../kernels.hpp"
+#include "convert.hpp"
+
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+
+namespace quant_detail {
+
+inline float scale_of(const uint8_t* block) {
+  uint16_t h;
+  std::memcpy(&h, block, 2);
+  return convert_detail::f16_to_f32(h);
+}
+
+// One block of 32 floats to q8_0 (y: 34 bytes); qs_out/d_out: the split form, when not null.
+inline void q8_0_block(const float* x, uint8_t* y) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int j = 0; j < kQBlock; ++j) {
+    finite = finite && std::isfinite(x[j]);
+    amax = std::fmax(amax, std::fabs(x[j]));
+  }
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t dh = finite ? convert_detail::f32_to_f16(d) : uint16_t(0x7E00);
+  std::memcpy(y, &dh, 2);
+  for (int j = 0; j < kQBlock; ++j)
+    y[2 + j] = finite ? uint8_t(int8_t(std::round(x[j] * id))) : uint8_t(0);
+}
+
+inline void q4_0_block(const float* x, uint8_t* y) {
+  float amax = 0.0f, max = 0.0f;
+  bool finite = true;
+  for (int j = 0; j < kQBlock; ++j) {
+    finite = finite && std::isfinite(x[j]);
+    if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), max = x[j];
+  }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t dh = finite ? convert_detail::f32_to_f16(d) : uint16_t(0x7E00);
+  std::memcpy(y, &dh, 2);
+  const auto nibble = [&](float v) {
+    return finite ? uint8_t(std::fmin(15.0f, std::trunc(v * id + 8.5f))) : uint8_t(8);
+  };
+  for (int j = 0; j < kQBlock / 2; ++j)
+    y[2 + j] = uint8_t(nibble(x[j]) | nibble(x[j + kQBlock / 2]) << 4);
+}
+
+}  // namespace quant_detail
+
+template <int T>
+void quantize_blocks(int64_t n, const float* x, uint8_t* y) {
+  for (int64_t b = 0; b < n / kQBlock; ++b)
+    (T == 0 ? quant_detail::q8_0_block : quant_detail::q4_0_block)(x + b * kQBlock,
+                                                                   y + b * kQBlockBytes[T]);
+}
+
+inline void quantize_q8_rows(int64_t rows, int64_t d, const float* x, int64_t ldx, int8_t* qs,
+                             float* scales) {
+  uint8_t block[34];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < d / kQBlock; ++b) {
+      quant_detail::q8_0_block(x + r * ldx + b * kQBlock, block);
+      scales[r * (d / kQBlock) + b] = quant_detail::scale_of(block);
+      std::memcpy(qs + r * d + b * kQBlock, block + 2, kQBlock);
+    }
+}
+
+// Dequantizes n values: the ISA's lanes turn 32 q into floats (QOps::dequant_block).
+template <class QOps, int T>
+void dequantize_blocks(int64_t n, const uint8_t* x, float* y) {
+  for (int64_t b = 0; b < n / kQBlock; ++b) {
+    const uint8_t* blk = x + b * kQBlockBytes[T];
+    QOps::template dequant_block<T>(blk + 2, QOps::scale(blk), y + b * kQBlock);
+  }
+}
+
+// The integer dot kernel: per key, per block, the key's 32 q widened once as |k| and each row's
+// q signed by k (QOps::prep / dot: the sign trick, exact for |k| <= 128), the block's int32 lanes
+// to float times dq dk into the row's accumulator; a horizontal sum per key and row. Two keys a
+// step, for independent accumulator chains.
+template <class QOps, int T, int R>
+void quant_dot(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n, float* s, int64_t lds,
+               float alpha) {
+  using F = typename QOps::F;
+  constexpr int64_t BS = kQBlockBytes[T];
+  const int64_t blocks = q.blocks;
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    F acc0[R], acc1[R];
+    for (int r = 0; r < R; ++r) acc0[r] = QOps::zero(), acc1[r] = QOps::zero();
+    const uint8_t* k0 = k + j * ldk;
+    const uint8_t* k1 = k0 + ldk;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const auto v0 = QOps::template load_k<T>(k0 + b * BS + 2);
+      const auto v1 = QOps::template load_k<T>(k1 + b * BS + 2);
+      const auto a0 = QOps::abs(v0), a1 = QOps::abs(v1);
+      const float d0 = QOps::scale(k0 + b * BS), d1 = QOps::scale(k1 + b * BS);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const auto qv = QOps::load_q(q.qs + r * q.ld + b * kQBlock);
+        const float dq = q.d[r * blocks + b];
+        acc0[r] =
+            QOps::fmadd(QOps::cvt(QOps::dot(a0, QOps::sign(qv, v0))), QOps::set1(dq * d0), acc0[r]);
+        acc1[r] =
+            QOps::fmadd(QOps::cvt(QOps::dot(a1, QOps::sign(qv, v1))), QOps::set1(dq * d1), acc1[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      s[r * lds + j] = alpha * QOps::hsum(acc0[r]);
+      s[r * lds + j + 1] = alpha * QOps::hsum(acc1[r]);
+    }
+  }
+  for (; j < n; ++j) {
+    F acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = QOps::zero();
+    const uint8_t* kj = k + j * ldk;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const auto v = QOps::template load_k<T>(kj + b * BS + 2);
+      const auto a = QOps::abs(v);
+      const float dk = QOps::scale(kj + b * BS);
+      for (int r = 0; r < R; ++r) {
+        const auto qv = QOps::load_q(q.qs + r * q.ld + b * kQBlock);
+        acc[r] = QOps::fmadd(QOps::cvt(QOps::dot(a, QOps::sign(qv, v))),
+                             QOps::set1(q.d[r * blocks + b] * dk), acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) s[r * lds + j] = alpha * QOps::hsum(acc[r]);
+  }
+}
+
+// P V with V dequantized in registers. The keys go in groups of kPvKeys: first each row's p
+// times each key's block scales (pd[j][b][r], so the inner loop broadcasts a product from memory),
+// then per block and chunk of Pv::kPvCols columns the rows' O chunk held in registers across the
+// group's keys, each key's chunk of q widened to floats once for all rows.
+constexpr int kPvKeys = 32;
+template <class QOps, int T, int R>
+void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv, int64_t blocks,
+              float* o, int64_t ldo) {
+  using P = typename QOps::Pv;  // the lanes of the float side (wider than a block's on AVX-512)
+  using F = typename P::F;
+  constexpr int L = P::kLanes, C = P::kPvCols / L;
+  constexpr int64_t BS = kQBlockBytes[T];
+  constexpr int kMaxBlocks = 8;  // 256 values a row per pass
+  float pd[kPvKeys][kMaxBlocks][R];
+  for (int64_t b0 = 0; b0 < blocks; b0 += kMaxBlocks) {
+    const int64_t nb = std::min<int64_t>(kMaxBlocks, blocks - b0);
+    for (int64_t j0 = 0; j0 < n; j0 += kPvKeys) {
+      const int64_t nj = std::min<int64_t>(kPvKeys, n - j0);
+      for (int64_t j = 0; j < nj; ++j)
+        for (int64_t b = 0; b < nb; ++b) {
+          const float dv = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);
+          for (int r = 0; r < R; ++r) pd[j][b][r] = p[r * ldp + j0 + j] * dv;
+        }
+      for (int64_t b = 0; b < nb; ++b)
+        for (int c0 = 0; c0 < kQBlock; c0 += P::kPvCols) {
+          float* ob = o + (b0 + b) * kQBlock + c0;
+          F acc[R][C];
+          for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = P::load_f(ob + r * ldo + c * L);
+          for (int64_t j = 0; j < nj; ++j) {
+            F x[C];
+            P::template load_v<T, C>(v + (j0 + j) * ldv + (b0 + b) * BS + 2, c0, x);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+              const F pr = P::set1(pd[j][b][r]);
+              for (int c = 0; c < C; ++c) acc[r][c] = P::fmadd(x[c], pr, acc[r][c]);
+            }
+          }
+          for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) P::store_f(ob + r * ldo + c * L, acc[r][c]);
+        }
+    }
+  }
+}
+
+template <class QOps, int T, int... R>
+void fill_quant_row(QuantKernels& k, std::integer_sequence<int, R...>) {
+  ((k.dot[T][R + 1] = &quant_dot<QOps, T, R + 1>), ...);
+  ((k.pv[T][R + 1] = &quant_pv<QOps, T, R + 1>), ...);
+}
+
+template <class QOps>
+QuantKernels make_quant_kernels() {
+  QuantKernels k{};
+  k.quantize[0] = &quantize_blocks<0>;
+  k.quantize[1] = &quantize_blocks<1>;
+  k.dequantize[0] = &dequantize_blocks<QOps, 0>;
+  k.dequantize[1] = &dequantize_blocks<QOps, 1>;
+  k.quantize_rows = &quantize_q8_rows;
+  k.dot_rows = kMaxDotRows;
+  fill_quant_row<QOps, 0>(k, std::make_integer_sequence<int, kMaxDotRows>());
+  fill_quant_row<QOps, 1>(k, std::make_integer_sequence<int, kMaxDotRows>());
+  k.dot_name = QOps::kDotName;
+  return k;
+}
+
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch

@@ -1,0 +1,92 @@
+// Reference quantizers of the block types, written from the formats (tessera.h): q8_0 and q4_0
+// as ggml's quantize_row_q8_0_ref and quantize_row_q4_0_ref compute them for finite values, so
+// that blocks are byte-compatible; a non-finite value makes its block's scale NaN.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "tessera/reference.hpp"
+
+namespace tessera::reference {
+namespace {
+
+constexpr int kBlock = 32;
+constexpr uint16_t kNaNScale = 0x7E00;
+
+void q8_0_block(const float* x, uint8_t* y) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int j = 0; j < kBlock; ++j) {
+    finite = finite && std::isfinite(x[j]);
+    amax = std::fmax(amax, std::fabs(x[j]));
+  }
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t dh = finite ? f32_to_f16(d) : kNaNScale;
+  std::memcpy(y, &dh, 2);
+  for (int j = 0; j < kBlock; ++j)
+    y[2 + j] = finite ? uint8_t(int8_t(std::round(x[j] * id))) : 0;  // round: half away from 0
+}
+
+void q4_0_block(const float* x, uint8_t* y) {
+  float amax = 0.0f, max = 0.0f;
+  bool finite = true;
+  for (int j = 0; j < kBlock; ++j) {
+    finite = finite && std::isfinite(x[j]);
+    if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), max = x[j];  // the first largest
+  }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t dh = finite ? f32_to_f16(d) : kNaNScale;
+  std::memcpy(y, &dh, 2);
+  for (int j = 0; j < kBlock / 2; ++j) {
+    // x id is in [-8, 8]: x id + 8.5 in [0.5, 16.5], truncated (it is >= 0: floor) and capped.
+    const auto nibble = [&](float v) {
+      return finite ? uint8_t(std::fmin(15.0f, std::trunc(v * id + 8.5f))) : uint8_t(8);
+    };
+    y[2 + j] = uint8_t(nibble(x[j]) | nibble(x[j + kBlock / 2]) << 4);
+  }
+}
+
+}  // namespace
+
+size_t storage_bytes(tessera_dtype t, int64_t n) {
+  switch (t) {
+    case TESSERA_F32:
+      return size_t(n) * 4;
+    case TESSERA_F16:
+    case TESSERA_BF16:
+      return size_t(n) * 2;
+    case TESSERA_Q8_0:
+      return size_t(n / kBlock) * 34;
+    case TESSERA_Q4_0:
+      return size_t(n / kBlock) * 18;
+    default:
+      return 0;
+  }
+}
+
+void quantize(tessera_dtype t, int64_t n, const float* x, void* y) {
+  auto* out = static_cast<uint8_t*>(y);
+  const size_t bytes = storage_bytes(t, kBlock);
+  for (int64_t b = 0; b < n / kBlock; ++b)
+    (t == TESSERA_Q8_0 ? q8_0_block : q4_0_block)(x + b * kBlock, out + size_t(b) * bytes);
+}
+
+void dequantize(tessera_dtype t, int64_t n, const void* x, float* y) {
+  const auto* in = static_cast<const uint8_t*>(x);
+  const size_t bytes = storage_bytes(t, kBlock);
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    const uint8_t* blk = in + size_t(b) * bytes;
+    uint16_t dh;
+    std::memcpy(&dh, blk, 2);
+    const float d = f16_to_f32(dh);
+    for (int j = 0; j < kBlock; ++j) {
+      const int q = t == TESSERA_Q8_0 ? int(int8_t(blk[2 + j]))
+                                      : int((blk[2 + j % 16] >> (4 * (j / 16))) & 15) - 8;
+      y[b * kBlock + j] = d * float(q);
+    }
+  }
+}
+
+}  // namespace tessera::reference
