@@ -1,10 +1,11 @@
-// Decode with K/V stored as f32, f16 or bf16: one query token against a cache (32 query heads,
-// 8 KV heads, d = 128), on 1 and all threads. Decode reads every K/V byte once, so it is bound
-// by bytes: bytes_per_second counts the K/V bytes actually read (2 bytes an element for the
-// 16-bit types), to be set beside the attention/memory-read rows. The `pair` rows alternate the
-// f32 call, the 16-bit call and a plain read in one process (~15 ms slices) and report the
-// median of the per-round speedups (f32 time / 16-bit time: tokens/s of the 16-bit cache over
-// the f32 cache) and of the 16-bit call's GB/s over the read's.
+// Decode with K/V stored as f32, f16, bf16, q8_0 or q4_0: one query token against a cache (32
+// query heads, 8 KV heads, d = 128), on 1 and all threads. Decode reads every K/V byte once, so
+// it is bound by bytes: bytes_per_second counts the K/V bytes actually stored and read (2 bytes
+// a value for the 16-bit types, 34 and 18 bytes a block of 32 for q8_0 and q4_0), to be set
+// beside the attention/memory-read rows. The `pair` rows alternate a base type's call, the
+// type's call and a plain read in one process (~15 ms slices) and report the median of the
+// per-round speedups (base time / type time: tokens/s over the base type's) and of the type's
+// GB/s over the read's.
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -20,16 +21,16 @@ namespace {
 constexpr int64_t kHeads = 32, kKvHeads = 8, kDim = 128;
 
 const char* type_name(tessera_dtype t) {
-  return t == TESSERA_F32 ? "f32" : t == TESSERA_F16 ? "f16" : "bf16";
+  const char* names[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
+  return t >= 0 && t < 5 ? names[t] : "?";
 }
-double type_bytes(tessera_dtype t) { return t == TESSERA_F32 ? 4.0 : 2.0; }
 
 // One decode problem with its K/V stored as `type` (the same values, rounded, for every type).
 struct Decode {
   tessera::AttentionDesc desc{};
   std::vector<float> q, o;
   std::vector<float> k32, v32;
-  std::vector<uint16_t> k16, v16;
+  std::vector<uint8_t> ks, vs;  // K and V stored as the type, when it is not f32
 
   Decode(int64_t kv, tessera_dtype type) {
     tessera::attention_desc_init(desc, 1, kHeads, kKvHeads, 1, kv, kDim, kDim);
@@ -39,24 +40,24 @@ struct Decode {
     k32 = random_floats(size_t(kKvHeads * kv * kDim), 2);
     v32 = random_floats(k32.size(), 3);
     if (type != TESSERA_F32) {
-      k16.resize(k32.size());
-      v16.resize(v32.size());
-      const auto t = tessera::DType(type);
-      tessera::convert(tessera::DType::f32, t, int64_t(k32.size()), k32.data(), k16.data());
-      tessera::convert(tessera::DType::f32, t, int64_t(v32.size()), v32.data(), v16.data());
+      const auto n = int64_t(k32.size());
+      ks.resize(tessera_dtype_size(type, n));
+      vs.resize(ks.size());
+      tessera::convert(tessera::DType::f32, tessera::DType(type), n, k32.data(), ks.data());
+      tessera::convert(tessera::DType::f32, tessera::DType(type), n, v32.data(), vs.data());
       k32 = {};
       v32 = {};
     }
   }
   tessera::Status run() {
-    const void* k = k16.empty() ? static_cast<const void*>(k32.data()) : k16.data();
-    const void* v = v16.empty() ? static_cast<const void*>(v32.data()) : v16.data();
+    const void* k = ks.empty() ? static_cast<const void*>(k32.data()) : ks.data();
+    const void* v = vs.empty() ? static_cast<const void*>(v32.data()) : vs.data();
     const tessera::Status st = tessera::attention(desc, q.data(), k, v, o.data());
     benchmark::DoNotOptimize(o.data());
     return st;
   }
   double bytes() const {
-    return type_bytes(desc.k_type) * double(kKvHeads * desc.kv_len * kDim) * 2.0;
+    return 2.0 * double(tessera_dtype_size(desc.k_type, kKvHeads * desc.kv_len * kDim));
   }
 };
 
@@ -90,32 +91,36 @@ struct ReadCeiling {
   double bytes() const { return 4.0 * double(x.size()); }
 };
 
-// Median over 15 alternated rounds of (f32 call time) / (16-bit call time), and of the 16-bit
-// call's GB/s over the read ceiling's in the same round (half_of_read%).
-void register_pair(int64_t kv, tessera_dtype type, int threads) {
+// Median over 15 alternated rounds of (base call time) / (type's call time), and of the type's
+// GB/s over the read ceiling's in the same round (of_read%).
+void register_pair(int64_t kv, tessera_dtype base, tessera_dtype type, int threads) {
   benchmark::RegisterBenchmark(
-      name_of("decode-kv-type-pair", kv, std::string(type_name(type)) + "-vs-f32", threads).c_str(),
-      [kv, type, threads](benchmark::State& state) {
-        Decode f32(kv, TESSERA_F32), half(kv, type);
+      name_of("decode-kv-type-pair", kv, std::string(type_name(type)) + "-vs-" + type_name(base),
+              threads)
+          .c_str(),
+      [kv, base, type, threads](benchmark::State& state) {
+        Decode first(kv, base), second(kv, type);
         ReadCeiling read;
-        if (!ok(state, f32.run()) || !ok(state, half.run())) return;
+        if (!ok(state, first.run()) || !ok(state, second.run())) return;
         const Alternated t = alternate(
-            state, threads, {[&] { f32.run(); }, [&] { half.run(); }, [&] { read.run(); }});
+            state, threads, {[&] { first.run(); }, [&] { second.run(); }, [&] { read.run(); }});
         std::vector<double> of_read;
         for (const auto& r : t.rounds)
-          of_read.push_back(half.bytes() / r[1] / (read.bytes() / r[2]));
+          of_read.push_back(second.bytes() / r[1] / (read.bytes() / r[2]));
         state.counters["speedup"] = 1.0 / t.over_first[1];
-        state.counters["f32_GBps"] = f32.bytes() / t.seconds[0] * 1e-9;
-        state.counters["half_GBps"] = half.bytes() / t.seconds[1] * 1e-9;
+        state.counters["base_GBps"] = first.bytes() / t.seconds[0] * 1e-9;
+        state.counters["type_GBps"] = second.bytes() / t.seconds[1] * 1e-9;
         state.counters["read_GBps"] = read.bytes() / t.seconds[2] * 1e-9;
-        // Against the DRAM read only when the 16-bit K/V do not fit in the last-level cache
-        // (kv 4096: 16.8 MB, read from a 32 MB L3 at up to 1.7x the DRAM rate).
+        state.counters["base_us"] = t.seconds[0] * 1e6;
+        state.counters["type_us"] = t.seconds[1] * 1e6;
+        // Against the DRAM read only when the type's K/V do not fit in the last-level cache
+        // (kv 4096 in 16 bits: 16.8 MB, read from a 32 MB L3 at up to 1.7x the DRAM rate).
         std::string cache;
         const int64_t llc = llc_bytes(&cache);
-        if (half.bytes() > double(llc))
-          state.counters["half_of_read%"] = 100.0 * median(of_read);
+        if (second.bytes() > double(llc))
+          state.counters["of_read%"] = 100.0 * median(of_read);
         else
-          state.SetLabel("K/V in " + cache + " (" + std::to_string(int64_t(half.bytes()) >> 20) +
+          state.SetLabel("K/V in " + cache + " (" + std::to_string(int64_t(second.bytes()) >> 20) +
                          " of " + std::to_string(llc >> 20) + " MB): no DRAM ceiling");
       })
       ->Iterations(1)
@@ -128,9 +133,12 @@ void register_pair(int64_t kv, tessera_dtype type, int threads) {
 void register_decode_types() {
   for (int threads : thread_counts())
     for (int64_t kv : {4096, 32768}) {
-      for (tessera_dtype t : {TESSERA_F32, TESSERA_F16, TESSERA_BF16})
+      for (tessera_dtype t : {TESSERA_F32, TESSERA_F16, TESSERA_BF16, TESSERA_Q8_0, TESSERA_Q4_0})
         register_decode(kv, t, threads);
-      for (tessera_dtype t : {TESSERA_F16, TESSERA_BF16}) register_pair(kv, t, threads);
+      for (tessera_dtype t : {TESSERA_F16, TESSERA_BF16})
+        register_pair(kv, TESSERA_F32, t, threads);
+      for (tessera_dtype t : {TESSERA_Q8_0, TESSERA_Q4_0})
+        register_pair(kv, TESSERA_F16, t, threads);
     }
 }
 
