@@ -54,6 +54,7 @@ std::vector<float> quantizer_inputs() {
 }
 
 TEST_P(Quant, ConvertMatchesTheReferenceQuantizersBitForBit) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   const std::vector<float> x = quantizer_inputs();
   const int64_t n = int64_t(x.size());
   for (tessera_dtype t : kBlockTypes) {
@@ -76,7 +77,28 @@ TEST_P(Quant, ConvertMatchesTheReferenceQuantizersBitForBit) {
 
 // ggml's layouts, by hand: a q8_0 block of 0, 1, ..., 31 (d = 31 / 127), a q4_0 block whose
 // largest value is -8 (d = 1: n = x + 8).
+// A build with TESSERA_QUANTIZED=OFF: every call that would read or write a block type is
+// TESSERA_UNSUPPORTED, naming the argument, and writes nothing.
+TEST(QuantFormat, UnsupportedInABuildWithoutThem) {
+  if (tt::block_types_built()) GTEST_SKIP() << "built with TESSERA_QUANTIZED=ON";
+  std::vector<float> x(64, 1.0f), o(64, -7.0f);
+  std::vector<uint8_t> y(68, 0xAB);
+  EXPECT_EQ(tessera_convert(TESSERA_F32, TESSERA_Q4_0, 64, x.data(), y.data()),
+            TESSERA_UNSUPPORTED);
+  EXPECT_NE(std::string(tessera_last_error()).find("to = q4_0"), std::string::npos)
+      << tessera_last_error();
+  for (uint8_t b : y) ASSERT_EQ(b, 0xAB);
+  tessera_attention_desc d;
+  ASSERT_EQ(tessera_attention_desc_init(&d, 1, 1, 1, 1, 1, 32, 32), TESSERA_OK);
+  d.v_type = TESSERA_Q8_0;
+  EXPECT_EQ(tessera_attention(&d, x.data(), x.data(), y.data(), o.data()), TESSERA_UNSUPPORTED);
+  EXPECT_NE(std::string(tessera_last_error()).find("desc->v_type"), std::string::npos)
+      << tessera_last_error();
+  for (float v : o) ASSERT_EQ(v, -7.0f);
+}
+
 TEST(QuantFormat, BlocksByHand) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   float x[32];
   for (int j = 0; j < 32; ++j) x[j] = float(j);
   uint8_t b8[34], b4[18];
@@ -102,6 +124,7 @@ TEST(QuantFormat, BlocksByHand) {
 }
 
 TEST(QuantFormat, ConvertRejectsPartialBlocksAndOtherPairs) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   std::vector<float> x(64, 1.0f);
   std::vector<uint8_t> y(256, 0x5A);
   EXPECT_EQ(tessera_convert(TESSERA_F32, TESSERA_Q8_0, 33, x.data(), y.data()),
@@ -147,6 +170,7 @@ void set_option(AttentionTester& t, int option, int64_t kv_len) {
 // rows, split-KV) and prefill (packed tiles), against the reference on the dequantized K/V and
 // the rounded queries, at the float32 tolerance.
 TEST_P(Quant, AttentionAgainstTheReferenceOnTheStoredValues) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   constexpr tessera_dtype kTypes[] = {TESSERA_F32, TESSERA_F16, TESSERA_Q8_0, TESSERA_Q4_0};
   uint32_t seed = 1;
   for (tessera_dtype kt : kTypes)
@@ -178,6 +202,7 @@ namespace {
 // A block-type K/V's rows are read in blocks: a stride that splits one is rejected, naming it,
 // and o untouched.
 TEST(QuantFormat, AttentionRejectsStridesThatSplitBlocks) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   tessera_attention_desc d;
   ASSERT_EQ(tessera_attention_desc_init(&d, 1, 2, 1, 4, 8, 32, 32), TESSERA_OK);
   d.k_type = TESSERA_Q8_0;
@@ -332,8 +357,6 @@ Errors unquantized_errors(int64_t q_len, int64_t kv_len, tessera_dtype kt, tesse
       ref::dequantize(TESSERA_Q8_0, d, qb, qr);
       const int64_t hk = h / group;
       double D = 0, dv = 0, vmax = 0;
-      const int64_t keys = i + kv_len - q_len + 1;  // bottom-right causal? no options: all keys
-      (void)keys;
       for (int64_t j = 0; j < kv_len; ++j) {
         const float* kj = k.data() + (hk * kv_len + j) * d;
         const float* vj = v.data() + (hk * kv_len + j) * d;
@@ -383,6 +406,7 @@ void make_data(int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, i
 // Every table: decode and prefill within tessera.h's bound of the unquantized result; the
 // relative RMS and largest error of each type printed (the table of the closing note).
 TEST_P(Quant, WithinTheStatedBoundOfTheUnquantizedResult) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   const int64_t heads = 4, kv_heads = 2, d = 128;
   for (bool outliers : {false, true})
     for (auto qk : {std::array<int64_t, 2>{1, 2048}, std::array<int64_t, 2>{64, 256}})

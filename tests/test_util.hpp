@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/runtime/dispatch.hpp"
+#include "tessera/tessera.h"
 #include "tessera/threading.hpp"
 
 namespace tt {
@@ -69,11 +70,22 @@ class IsaTest : public ::testing::TestWithParam<std::string> {
   std::string previous_;
 };
 
+// False in a build with TESSERA_QUANTIZED=OFF: the block types' calls are then TESSERA_UNSUPPORTED
+// (tested by QuantFormat.UnsupportedInABuildWithoutThem) and their tests skip.
+inline bool block_types_built() {
+  const float x[32] = {};
+  uint8_t y[34];
+  return tessera_convert(TESSERA_F32, TESSERA_Q8_0, 32, x, y) == TESSERA_OK;
+}
+
 inline std::string isa_param_name(const ::testing::TestParamInfo<std::string>& info) {
   return info.param;
 }
 
 }  // namespace tt
+
+#define TESSERA_SKIP_WITHOUT_BLOCK_TYPES() \
+  if (!tt::block_types_built()) GTEST_SKIP() << "built with TESSERA_QUANTIZED=OFF"
 
 #define TESSERA_INSTANTIATE_PER_ISA(fixture) \
   INSTANTIATE_TEST_SUITE_P(Isa, fixture, ::testing::ValuesIn(tt::isas()), tt::isa_param_name)

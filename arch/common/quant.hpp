@@ -211,6 +211,14 @@ void fill_quant_row(QuantKernels& k, std::integer_sequence<int, R...>) {
   ((k.pv[T][R + 1] = &quant_pv<QOps, T, R + 1>), ...);
 }
 
+// TESSERA_NO_QUANTIZED (the CMake option TESSERA_QUANTIZED=OFF): no kernels, all null, and
+// none of the templates above instantiated.
+#if defined(TESSERA_NO_QUANTIZED)
+template <class QOps>
+QuantKernels make_quant_kernels() {
+  return QuantKernels{};
+}
+#else
 template <class QOps>
 QuantKernels make_quant_kernels() {
   QuantKernels k{};
@@ -225,6 +233,7 @@ QuantKernels make_quant_kernels() {
   k.dot_name = QOps::kDotName;
   return k;
 }
+#endif
 
 }  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

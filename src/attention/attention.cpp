@@ -52,6 +52,10 @@ Status attention_desc_init(AttentionDesc& d, int64_t batch, int64_t q_heads, int
 Status attention(const AttentionDesc& d, const float* q, const void* k, const void* v, float* o) {
   return detail::in_arena([&] {
     TESSERA_CHECK(detail::check_attention(d, q, k, v, o));
+    TESSERA_CHECK(
+        detail::check_block_kernels("desc->k_type", DType(d.k_type), detail::active_table()));
+    TESSERA_CHECK(
+        detail::check_block_kernels("desc->v_type", DType(d.v_type), detail::active_table()));
     if (d.batch == 0 || d.q_len == 0 || d.q_heads == 0) return Status::ok;
     const detail::Verbose vb;
     const char* rule = "";

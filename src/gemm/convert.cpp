@@ -67,6 +67,8 @@ Status convert(DType from, DType to, int64_t n, const void* x, void* y) {
       return detail::fail(Status::invalid_argument,
                           "from = %s, to = %s: a block type converts to and from f32 only",
                           dtype_name(from), dtype_name(to));
+    TESSERA_CHECK(detail::check_block_kernels("from", from, detail::active_table()));
+    TESSERA_CHECK(detail::check_block_kernels("to", to, detail::active_table()));
     TESSERA_CHECK(detail::check_nonneg("n", n));
     TESSERA_CHECK(detail::check_blocks("n", n, detail::is_block(from) ? from : to));
     TESSERA_CHECK(detail::check_ptr("x", x, n > 0));

@@ -2,6 +2,7 @@
 #include "layers/mha_check.hpp"
 
 #include "attention/attention_check.hpp"
+#include "runtime/dispatch.hpp"
 
 namespace tessera::detail {
 namespace {
@@ -113,6 +114,8 @@ Status check_mha(const MhaDesc& d, bool weights, MhaCounts& c) {
   TESSERA_CHECK(check_nonneg("desc->kv_len", d.kv_len));
   TESSERA_CHECK(check_layer_fields(d));
   TESSERA_CHECK(check_storage_type("desc->cache_type", cache_type(d)));
+  if (d.k_cache)
+    TESSERA_CHECK(check_block_kernels("desc->cache_type", cache_type(d), active_table()));
   if (weights) {
     TESSERA_CHECK(check_ptr("desc->w_q", d.w_q, true));
     TESSERA_CHECK(check_ptr("desc->w_k", d.w_k, true));

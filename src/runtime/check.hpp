@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "arch/kernels.hpp"
 #include "runtime/error.hpp"
 
 namespace tessera::detail {
@@ -74,6 +75,13 @@ inline Status check_storage_type(const char* name, DType t) {
               "%s = %d is not TESSERA_F32, TESSERA_F16, TESSERA_BF16, TESSERA_Q8_0 or TESSERA_Q4_0",
               name, static_cast<int>(t));
 }
+// A block type needs the table's quant kernels (none in a build with TESSERA_QUANTIZED=OFF).
+inline Status check_block_kernels(const char* name, DType t, const arch::KernelTable& kt) {
+  if (!is_block(t) || kt.quant.dequantize[block_index(t)] != nullptr) return Status::ok;
+  return fail(Status::unsupported, "%s = %s: this build has no kernels for the block types", name,
+              dtype_name(t));
+}
+
 // A dimension or stride of a block-type array counts whole blocks of values.
 inline Status check_blocks(const char* name, int64_t values, DType t) {
   if (!is_block(t) || values % kBlockValues == 0) return Status::ok;
