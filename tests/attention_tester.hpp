@@ -27,10 +27,17 @@ struct AttentionProblem {
   // The queries the scores use: q, rounded to q8_0 row by row (and widened back) when K is a
   // block type (tessera.h).
   std::vector<float> scored_q() const {
-    if (!block(d.k_type)) return q;
+    if (!block(d.k_type) && !d.hadamard) return q;
     std::vector<float> out(q.size());
+    if (d.hadamard) {  // rotated as the keys were (rows of head_dim, contiguous)
+      tessera::reference::hadamard(int64_t(q.size()) / d.head_dim, d.head_dim, d.hadamard, q.data(),
+                                   d.head_dim, out.data(), d.head_dim);
+      if (!block(d.k_type)) return out;
+    } else {
+      out = q;
+    }
     std::vector<uint8_t> blocks(tessera::reference::storage_bytes(TESSERA_Q8_0, int64_t(q.size())));
-    tessera::reference::quantize(TESSERA_Q8_0, int64_t(q.size()), q.data(), blocks.data());
+    tessera::reference::quantize(TESSERA_Q8_0, int64_t(q.size()), out.data(), blocks.data());
     tessera::reference::dequantize(TESSERA_Q8_0, int64_t(q.size()), blocks.data(), out.data());
     return out;
   }
@@ -65,6 +72,11 @@ class AttentionTester {
   }
   AttentionTester& scale(float s) {
     p_.d.scale = s;
+    return *this;
+  }
+  AttentionTester& hadamard(int64_t n, bool values) {
+    p_.d.hadamard = n;
+    p_.d.hadamard_v = values ? 1 : 0;
     return *this;
   }
   AttentionTester& softcap(float s) {
@@ -190,7 +202,17 @@ class AttentionTester {
       tessera::reference::dequantize(p.d.v_type, int64_t(vf.size()), p.vq.data(), vf.data());
       rd.v_type = TESSERA_F32, rv = vf.data();
     }
+    // The queries as the kernels score them (rotated, rounded for a block-type K), and the
+    // output rows rotated back here: the reference is given f32 K/V, which it would not round
+    // for.
+    rd.hadamard = 0, rd.hadamard_v = 0;
     tessera::reference::attention(rd, p.scored_q().data(), rk, rv, ref_o.data());
+    if (p.d.hadamard_v)
+      for (size_t r = 0; r < ref_o.size() / size_t(p.d.value_dim); ++r)
+        if (std::isfinite(ref_o[r * size_t(p.d.value_dim)]))
+          tessera::reference::hadamard(1, p.d.value_dim, p.d.hadamard,
+                                       ref_o.data() + r * size_t(p.d.value_dim), p.d.value_dim,
+                                       ref_o.data() + r * size_t(p.d.value_dim), p.d.value_dim);
     EXPECT_LE(tt::rel_err(p.o, ref_o), tol);
     if (lse_) {
       EXPECT_LE(tt::rel_err(p.lse, ref_lse), tol);

@@ -225,79 +225,85 @@ TESSERA_INSTANTIATE_PER_ISA(QuantLayer);
 // The layer with a q8_0 / q4_0 cache, prepared and one-shot: a prefill then decode steps. Each
 // output against the reference over the cache as the layer wrote it (the float32 tolerance);
 // the appended rows within a quantization step of the reference's own (a float32 projection
-// may round across a step where the double one does not).
+// may round across a step where the double one does not). Without and with the rotation (keys
+// by blocks of 32, and keys and values by 16).
 TEST_P(QuantLayer, BlockCachesAgainstTheReference) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   const int64_t B = 2, M = 128, H = 4, T = 9, P = 5;
   for (tessera_dtype ct : kBlockTypes)
-    for (bool prepared : {false, true}) {
-      SCOPED_TRACE(testing::Message() << "cache " << ct << " prepared " << prepared);
-      tessera::MhaDesc full;
-      ASSERT_EQ(tessera::mha_desc_init(full, B, T, T, M, H), Status::ok);
-      full.kv_heads = 2, full.value_dim = 64, full.causal = 1, full.cache_type = ct;
-      const auto wq = tt::random_vec(size_t(M * H * 32), 1, -0.2f, 0.2f);
-      const auto wk = tt::random_vec(size_t(M * 2 * 32), 2, -0.2f, 0.2f);
-      const auto wv = tt::random_vec(size_t(M * 2 * 64), 3, -0.2f, 0.2f);
-      const auto wo = tt::random_vec(size_t(H * 64 * M), 4, -0.2f, 0.2f);
-      const auto bk = tt::random_vec(size_t(2 * 32), 5);
-      full.w_q = wq.data(), full.w_k = wk.data(), full.w_v = wv.data(), full.w_o = wo.data();
-      full.b_k = bk.data();
-      tessera::MhaLayer layer;
-      if (prepared) {
-        ASSERT_EQ(layer.init(full), Status::ok) << tessera::last_error();
-      }
-      const auto x = tt::random_vec(size_t(B * T * M), 7);
-      const size_t kbytes = ref::storage_bytes(ct, B * 2 * T * 32);
-      const size_t vbytes = ref::storage_bytes(ct, B * 2 * T * 64);
-      std::vector<uint8_t> kc(kbytes, 0), vc(vbytes, 0);
-      for (int64_t pos = 0; pos < T;) {
-        const int64_t step = pos == 0 ? P : 1;
-        tessera::MhaDesc d = full;
-        d.q_len = d.kv_len = step;
-        d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = T, d.cache_len = pos;
-        std::vector<float> xs(size_t(B * step * M)), out(xs.size(), tt::kNaN);
-        for (int64_t b = 0; b < B; ++b)
-          std::copy_n(&x[size_t((b * T + pos) * M)], step * M, &xs[size_t(b * step * M)]);
-        std::vector<uint8_t> rk = kc, rv = vc;  // the reference appends to copies
-        ASSERT_EQ(prepared ? layer.forward(d, xs.data(), xs.data(), xs.data(), out.data())
-                           : tessera::mha_forward(d, xs.data(), xs.data(), out.data()),
-                  Status::ok)
-            << tessera::last_error();
-        tessera::MhaDesc r = d;
-        r.k_cache = rk.data(), r.v_cache = rv.data();
-        std::vector<float> want(out.size());
-        ref::mha_forward(r, xs.data(), xs.data(), want.data());
-        // Appended rows: the same values within one step of the block's scale (and more than a
-        // few of them bit for bit).
-        for (const bool vside : {false, true}) {
-          const int64_t dim = vside ? 64 : 32;
-          const auto& got = vside ? vc : kc;
-          const auto& exp = vside ? rv : rk;
-          for (int64_t bh = 0; bh < B * 2; ++bh)
-            for (int64_t t = pos; t < pos + step; ++t) {
-              const int64_t at = (bh * T + t) * dim;
-              std::vector<float> g(static_cast<size_t>(dim)), e(static_cast<size_t>(dim));
-              ref::dequantize(ct, dim, got.data() + ref::storage_bytes(ct, at), g.data());
-              ref::dequantize(ct, dim, exp.data() + ref::storage_bytes(ct, at), e.data());
-              for (int64_t c = 0; c < dim; ++c) {
-                const uint8_t* blk = exp.data() + ref::storage_bytes(ct, at + c / 32 * 32);
-                uint16_t h;
-                std::memcpy(&h, blk, 2);
-                const float step_size = std::fabs(ref::f16_to_f32(h)) * 1.01f + 1e-6f;
-                ASSERT_LE(std::fabs(g[size_t(c)] - e[size_t(c)]), step_size)
-                    << (vside ? "v" : "k") << " row " << t << " value " << c;
-              }
-            }
+    for (int rotation = 0; rotation < 3; ++rotation)
+      for (bool prepared : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << "cache " << ct << " prepared " << prepared << " rotation " << rotation);
+        tessera::MhaDesc full;
+        ASSERT_EQ(tessera::mha_desc_init(full, B, T, T, M, H), Status::ok);
+        full.kv_heads = 2, full.value_dim = 64, full.causal = 1, full.cache_type = ct;
+        full.hadamard = rotation == 0 ? 0 : rotation == 1 ? 32 : 16;
+        full.hadamard_v = rotation == 2;
+        const auto wq = tt::random_vec(size_t(M * H * 32), 1, -0.2f, 0.2f);
+        const auto wk = tt::random_vec(size_t(M * 2 * 32), 2, -0.2f, 0.2f);
+        const auto wv = tt::random_vec(size_t(M * 2 * 64), 3, -0.2f, 0.2f);
+        const auto wo = tt::random_vec(size_t(H * 64 * M), 4, -0.2f, 0.2f);
+        const auto bk = tt::random_vec(size_t(2 * 32), 5);
+        full.w_q = wq.data(), full.w_k = wk.data(), full.w_v = wv.data(), full.w_o = wo.data();
+        full.b_k = bk.data();
+        tessera::MhaLayer layer;
+        if (prepared) {
+          ASSERT_EQ(layer.init(full), Status::ok) << tessera::last_error();
         }
-        // The output against the reference over the layer's own cache.
-        r.k_cache = kc.data(), r.v_cache = vc.data();
-        std::vector<uint8_t> kc2 = kc, vc2 = vc;
-        r.k_cache = kc2.data(), r.v_cache = vc2.data();
-        r.cache_len = pos + step, r.kv_len = 0;
-        ref::mha_forward(r, xs.data(), xs.data(), want.data());
-        EXPECT_LE(tt::rel_err(out, want), 2e-5) << "position " << pos;
-        pos += step;
+        const auto x = tt::random_vec(size_t(B * T * M), 7);
+        const size_t kbytes = ref::storage_bytes(ct, B * 2 * T * 32);
+        const size_t vbytes = ref::storage_bytes(ct, B * 2 * T * 64);
+        std::vector<uint8_t> kc(kbytes, 0), vc(vbytes, 0);
+        for (int64_t pos = 0; pos < T;) {
+          const int64_t step = pos == 0 ? P : 1;
+          tessera::MhaDesc d = full;
+          d.q_len = d.kv_len = step;
+          d.k_cache = kc.data(), d.v_cache = vc.data(), d.cache_capacity = T, d.cache_len = pos;
+          std::vector<float> xs(size_t(B * step * M)), out(xs.size(), tt::kNaN);
+          for (int64_t b = 0; b < B; ++b)
+            std::copy_n(&x[size_t((b * T + pos) * M)], step * M, &xs[size_t(b * step * M)]);
+          std::vector<uint8_t> rk = kc, rv = vc;  // the reference appends to copies
+          ASSERT_EQ(prepared ? layer.forward(d, xs.data(), xs.data(), xs.data(), out.data())
+                             : tessera::mha_forward(d, xs.data(), xs.data(), out.data()),
+                    Status::ok)
+              << tessera::last_error();
+          tessera::MhaDesc r = d;
+          r.k_cache = rk.data(), r.v_cache = rv.data();
+          std::vector<float> want(out.size());
+          ref::mha_forward(r, xs.data(), xs.data(), want.data());
+          // Appended rows: the same values within one step of the block's scale (and more than a
+          // few of them bit for bit).
+          for (const bool vside : {false, true}) {
+            const int64_t dim = vside ? 64 : 32;
+            const auto& got = vside ? vc : kc;
+            const auto& exp = vside ? rv : rk;
+            for (int64_t bh = 0; bh < B * 2; ++bh)
+              for (int64_t t = pos; t < pos + step; ++t) {
+                const int64_t at = (bh * T + t) * dim;
+                std::vector<float> g(static_cast<size_t>(dim)), e(static_cast<size_t>(dim));
+                ref::dequantize(ct, dim, got.data() + ref::storage_bytes(ct, at), g.data());
+                ref::dequantize(ct, dim, exp.data() + ref::storage_bytes(ct, at), e.data());
+                for (int64_t c = 0; c < dim; ++c) {
+                  const uint8_t* blk = exp.data() + ref::storage_bytes(ct, at + c / 32 * 32);
+                  uint16_t h;
+                  std::memcpy(&h, blk, 2);
+                  const float step_size = std::fabs(ref::f16_to_f32(h)) * 1.01f + 1e-6f;
+                  ASSERT_LE(std::fabs(g[size_t(c)] - e[size_t(c)]), step_size)
+                      << (vside ? "v" : "k") << " row " << t << " value " << c;
+                }
+              }
+          }
+          // The output against the reference over the layer's own cache.
+          r.k_cache = kc.data(), r.v_cache = vc.data();
+          std::vector<uint8_t> kc2 = kc, vc2 = vc;
+          r.k_cache = kc2.data(), r.v_cache = vc2.data();
+          r.cache_len = pos + step, r.kv_len = 0;
+          ref::mha_forward(r, xs.data(), xs.data(), want.data());
+          EXPECT_LE(tt::rel_err(out, want), 2e-5) << "position " << pos;
+          pos += step;
+        }
       }
-    }
 }
 
 }  // namespace

@@ -13,5 +13,8 @@ TESSERA_API Status attention_desc_init(AttentionDesc& desc, int64_t batch, int64
 // k and v hold elements of desc.k_type and desc.v_type (float32 unless set).
 TESSERA_API Status attention(const AttentionDesc& desc, const float* q, const void* k,
                              const void* v, float* o);
+// y rows = H x rows blockwise (tessera_hadamard): the rotation desc.hadamard expects of K.
+TESSERA_API Status hadamard(int64_t rows, int64_t dim, int64_t n, const float* x, int64_t ldx,
+                            float* y, int64_t ldy);
 
 }  // namespace tessera

@@ -34,6 +34,10 @@ TESSERA_API void quantize(tessera_dtype t, int64_t n, const float* x, void* y);
 TESSERA_API void dequantize(tessera_dtype t, int64_t n, const void* x, float* y);
 // Bytes of n values of type t (n a multiple of 32 for a block type).
 TESSERA_API size_t storage_bytes(tessera_dtype t, int64_t n);
+// tessera_hadamard's transform: y rows = H x rows over blocks of n (float32 butterflies, then
+// 1/sqrt(n)); y may be x.
+TESSERA_API void hadamard(int64_t rows, int64_t dim, int64_t n, const float* x, int64_t ldx,
+                          float* y, int64_t ldy);
 
 // C = f16(alpha op(A) op(B) + beta C) with A, B and C f16 (bits in uint16_t): exact products
 // summed in double, rounded to f16 (through float32) once. tessera_hgemm's specification; the

@@ -286,6 +286,15 @@ typedef struct tessera_attention_desc {
    * value's opposite end is clamped), 0 for f32, e_K and |v' - v| as K's and V's types give;
    * and the float32 arithmetic's own error on top. */
   tessera_dtype k_type, v_type;
+  /* Keys stored rotated: 0 (off), or a power of two n dividing head_dim. K holds H k, where H is
+   * the orthonormal Walsh-Hadamard transform of each block of n values along the head dimension
+   * (tessera_hadamard); each query row is rotated the same way before the scores, so that
+   * (H q).(H k) = q.k in exact arithmetic, while a few outlier channels of k are spread over the
+   * block before it is quantized (4-bit keys with a few outlier channels lose about half as
+   * much). hadamard_v = 1: V holds H v too (n dividing value_dim), and each output row is
+   * rotated back (H is its own inverse). */
+  int64_t hadamard;
+  int hadamard_v;
 } tessera_attention_desc;
 
 /* Fills packed BHSD strides ([batch][head][seq][dim]), scale 0, window -1/-1, options off. */
@@ -296,6 +305,13 @@ TESSERA_API tessera_status tessera_attention_desc_init(tessera_attention_desc* d
 /* k and v hold elements of desc->k_type and desc->v_type. */
 TESSERA_API tessera_status tessera_attention(const tessera_attention_desc* desc, const float* q,
                                              const void* k, const void* v, float* o);
+/* y[r, :] = H x[r, :] for `rows` rows of `dim` values (ldx, ldy apart; y == x in place): H the
+ * orthonormal Walsh-Hadamard transform of each block of n values (n a power of two dividing
+ * dim): float32 butterflies (a + b, a - b) for strides 1, 2, .. n/2 in that order, then each
+ * value times 1/sqrt(n) rounded to float; tessera::reference::hadamard gives the same bits. The
+ * rotation tessera_attention's `hadamard` expects of the keys. */
+TESSERA_API tessera_status tessera_hadamard(int64_t rows, int64_t dim, int64_t n, const float* x,
+                                            int64_t ldx, float* y, int64_t ldy);
 
 /* ---- additive (Bahdanau) attention ---------------------------------------------------------- */
 
@@ -376,6 +392,11 @@ typedef struct tessera_mha_desc {
   const float* alibi_slopes; /* [q_heads], or NULL */
   float softcap;             /* > 0: softcap * tanh(s / softcap); 0 off */
   float* lse;                /* optional output [batch][q_heads][q_len] */
+  /* As the attention's: 0, or a power of two n dividing head_dim (and value_dim with
+   * hadamard_v). The layer rotates the projected keys (and values) before they enter the cache
+   * or the attention, so a cache holds rotated rows; the output is the unrotated layer's. */
+  int64_t hadamard;
+  int hadamard_v;
 } tessera_mha_desc;
 
 /* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,

@@ -186,6 +186,10 @@ tessera_status tessera_attention(const tessera_attention_desc* desc, const float
   if (!desc) return null_desc();
   return guarded([&] { return tessera::attention(*desc, q, k, v, o); });
 }
+tessera_status tessera_hadamard(int64_t rows, int64_t dim, int64_t n, const float* x, int64_t ldx,
+                                float* y, int64_t ldy) {
+  return guarded([&] { return tessera::hadamard(rows, dim, n, x, ldx, y, ldy); });
+}
 
 tessera_status tessera_additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
                                           int64_t attn_dim, const float* enc, const float* dec,

@@ -12,6 +12,22 @@ Status check_strides(const char* name, const int64_t* strides, int count) {
   return Status::ok;
 }
 
+// The Hadamard rotation: 0 or a power of two dividing head_dim (and value_dim for V).
+Status check_rotation(const tessera_attention_desc& d) {
+  if (d.hadamard != 0 &&
+      (d.hadamard < 1 || (d.hadamard & (d.hadamard - 1)) != 0 || d.head_dim % d.hadamard != 0))
+    return fail(Status::invalid_argument,
+                "desc->hadamard = %lld must be 0 or a power of two dividing head_dim = %lld",
+                (long long)d.hadamard, (long long)d.head_dim);
+  if (d.hadamard_v != 0 && d.hadamard_v != 1)
+    return fail(Status::invalid_argument, "desc->hadamard_v = %d must be 0 or 1", d.hadamard_v);
+  if (d.hadamard_v == 1 && (d.hadamard == 0 || d.value_dim % d.hadamard != 0))
+    return fail(Status::invalid_argument,
+                "desc->hadamard_v = 1 needs hadamard = %lld to divide value_dim = %lld",
+                (long long)d.hadamard, (long long)d.value_dim);
+  return Status::ok;
+}
+
 }  // namespace
 
 // The elements each tensor of the call spans (0 for one that is not read or written).
@@ -99,6 +115,7 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const vo
                 (long long)d.window_right);
   if (!(d.softcap >= 0.0f) || !std::isfinite(d.softcap))
     return fail(Status::invalid_argument, "desc->softcap = %g must be finite and >= 0", d.softcap);
+  TESSERA_CHECK(check_rotation(d));
   if (d.bias) TESSERA_CHECK(check_strides("desc->bias_stride", d.bias_stride, 4));
   if (d.mask) TESSERA_CHECK(check_strides("desc->mask_stride", d.mask_stride, 4));
   if (d.kv_lens) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "attention/attention_tile.hpp"
+#include "attention/hadamard.hpp"
 
 namespace tessera::detail::fa {
 namespace {
@@ -100,10 +101,16 @@ void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arc
   const arch::GemmKernels& gk = kt.gemm;
   const int64_t rows = g.group * bq, D = d.head_dim;
   st.q_direct = nullptr;
-  if (quantized_keys(d)) {
-    // The queries rounded to q8_0: the integer dot kernels' operand (few rows), and dequantized
-    // back for the packed products, so that every path scores the same rounded queries.
+  if (d.hadamard || quantized_keys(d)) {
+    // Rotated keys: the queries rotated the same way (H q . H k = q . k). A block-type K: the
+    // queries rounded to q8_0 (after the rotation), the integer dot kernels' operand (few rows),
+    // and dequantized back for the packed products, so that every path scores the same queries.
     load_queries(d, g, q, b, hk, i0, bq, st.qg);
+    if (d.hadamard) hadamard_rows(rows, D, d.hadamard, st.qg, D, st.qg, D);
+    if (!quantized_keys(d)) {
+      if (!few_rows(gk, rows)) gk.pack_a(false, rows, D, st.qg, D, st.qp);
+      return;
+    }
     kt.quant.quantize_rows(rows, D, st.qg, D, st.qq, st.qd);
     if (few_rows(gk, rows)) return;
     const int64_t blocks = D / arch::kQBlock;
@@ -143,6 +150,8 @@ void finish_rows(const Geometry& g, const arch::SoftmaxKernels& sk, int64_t b, i
     const float l = st.l[r];
     if (l > 0.0f || std::isnan(l)) {
       sk.affine(Dv, st.o + r * Dv, 1.0f / l, 0.0f, orow);
+      // Rotated values: the output row rotated back (H is its own inverse).
+      if (d.hadamard_v) hadamard_rows(1, Dv, d.hadamard, orow, Dv, orow, Dv);
       if (lse) *lse = st.m[r] + std::log(l);
     } else {
       for (int64_t c = 0; c < Dv; ++c) orow[c] = 0.0f;

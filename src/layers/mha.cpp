@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "attention/hadamard.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/scratch.hpp"
 #include "runtime/threading.hpp"
@@ -39,6 +40,33 @@ Status linear(int64_t rows, int64_t in, int64_t cols, const float* x, int64_t ld
   return gemm_ex(nt, nt, rows, cols, in, 1.0f, DType::f32, x, ldx, w.type, w.w, cols, beta, c, ldc);
 }
 
+// The new rows into the cache, [b][hk][cache_len + t][dim] from kp and vp ([b][t][hk][dim]),
+// rounded to its type by the table's conversion kernels (tessera_convert's rounding, without a
+// checked call per row; a block type's row quantized block by block). new_rows(v_side, bh): the
+// first new row of (batch, kv head) bh.
+template <class NewRows>
+void append_rows(const MhaDesc& d, DType ct, const float* kp, const float* vp,
+                 const NewRows& new_rows) {
+  const int64_t B = d.batch, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim, Hk = d.kv_heads;
+  const arch::KernelTable& kt = active_table();
+  const auto store = [&](const float* row, int64_t n, void* dst) {
+    if (ct == DType::f32)
+      std::memcpy(dst, row, size_t(n) * sizeof(float));
+    else if (is_block(ct))
+      kt.quant.quantize[block_index(ct)](n, row, static_cast<uint8_t*>(dst));
+    else
+      (ct == DType::f16 ? kt.convert.f32_to_f16 : kt.convert.f32_to_bf16)(
+          n, row, static_cast<uint16_t*>(dst));
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t hk = 0; hk < Hk; ++hk)
+      for (int64_t t = 0; t < Lkv; ++t) {
+        const int64_t row = (b * Lkv + t) * Hk + hk;
+        store(kp + row * D, D, at(new_rows(false, b * Hk + hk), ct, t * D));
+        store(vp + row * Dv, Dv, at(new_rows(true, b * Hk + hk), ct, t * Dv));
+      }
+}
+
 }  // namespace
 
 Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const MhaCounts& sz,
@@ -71,6 +99,9 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
     s = linear(B * Lkv, d.kv_in_dim, Hk * D, x_k, d.kv_in_dim, w.k, w.b_k, kp, Hk * D);
   if (s == Status::ok)
     s = linear(B * Lkv, d.kv_in_dim, Hk * Dv, x_v, d.kv_in_dim, w.v, w.b_v, vp, Hk * Dv);
+  // Rotated keys (and values): each head's row rotated before the cache or the attention.
+  if (s == Status::ok && d.hadamard) hadamard_rows(B * Lkv * Hk, D, d.hadamard, kp, D, kp, D);
+  if (s == Status::ok && d.hadamard_v) hadamard_rows(B * Lkv * Hk, Dv, d.hadamard, vp, Dv, vp, Dv);
 
   tessera_attention_desc a = mha_attention_desc(d);
   a.lse = d.lse ? lse : nullptr;  // copied to the caller's once nothing can fail
@@ -99,26 +130,7 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
   const bool saved = cached && s == Status::ok;
   if (saved) {
     copy_rows(true);
-    // The new rows into the cache, [b][hk][cache_len + t][dim], rounded to its type by the
-    // table's conversion kernels (tessera_convert's rounding, without a checked call per row;
-    // a block type's row quantized block by block).
-    const arch::KernelTable& kt = active_table();
-    const auto store = [&](const float* row, int64_t n, void* dst) {
-      if (ct == DType::f32)
-        std::memcpy(dst, row, size_t(n) * sizeof(float));
-      else if (is_block(ct))
-        kt.quant.quantize[block_index(ct)](n, row, static_cast<uint8_t*>(dst));
-      else
-        (ct == DType::f16 ? kt.convert.f32_to_f16 : kt.convert.f32_to_bf16)(
-            n, row, static_cast<uint16_t*>(dst));
-    };
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t hk = 0; hk < Hk; ++hk)
-        for (int64_t t = 0; t < Lkv; ++t) {
-          const int64_t row = (b * Lkv + t) * Hk + hk;
-          store(kp + row * D, D, at(new_rows(false, b * Hk + hk), ct, t * D));
-          store(vp + row * Dv, Dv, at(new_rows(true, b * Hk + hk), ct, t * Dv));
-        }
+    append_rows(d, ct, kp, vp, new_rows);
     keys = d.k_cache;
     values = d.v_cache;
   }

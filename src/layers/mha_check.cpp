@@ -105,6 +105,7 @@ tessera_attention_desc mha_attention_desc(const MhaDesc& d) {
     a.bias_stride[i] = d.bias_stride[i], a.mask_stride[i] = d.mask_stride[i];
   a.alibi_slopes = d.alibi_slopes, a.softcap = d.softcap;
   a.lse = d.lse;
+  a.hadamard = d.hadamard, a.hadamard_v = d.hadamard_v;
   return a;
 }
 

@@ -19,6 +19,7 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
   std::vector<double> acc(static_cast<size_t>(d.value_dim));
   const bool quantized_k = d.k_type == TESSERA_Q8_0 || d.k_type == TESSERA_Q4_0;
   std::vector<float> q_rounded(quantized_k ? size_t(d.head_dim) : 0);
+  std::vector<float> q_rotated(d.hadamard ? size_t(d.head_dim) : 0);
   std::vector<uint8_t> q_blocks(quantized_k ? storage_bytes(TESSERA_Q8_0, d.head_dim) : 0);
 
   for (int64_t b = 0; b < d.batch; ++b) {
@@ -28,6 +29,10 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
       for (int64_t i = 0; i < d.q_len; ++i) {
         const int64_t p = d.align == TESSERA_ALIGN_BOTTOM_RIGHT ? i + valid - d.q_len : i;
         const float* qi = q + b * d.q_stride[0] + h * d.q_stride[1] + i * d.q_stride[2];
+        if (d.hadamard) {  // rotated keys: the query rotated the same way
+          hadamard(1, d.head_dim, d.hadamard, qi, d.head_dim, q_rotated.data(), d.head_dim);
+          qi = q_rotated.data();
+        }
         if (quantized_k) {  // the scores use the query rounded to q8_0 (tessera.h)
           quantize(TESSERA_Q8_0, d.head_dim, qi, q_blocks.data());
           dequantize(TESSERA_Q8_0, d.head_dim, q_blocks.data(), q_rounded.data());
@@ -85,6 +90,7 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
         } else {
           lse = m + std::log(sum);
           for (int64_t c = 0; c < d.value_dim; ++c) oi[c] = static_cast<float>(acc[c] / sum);
+          if (d.hadamard_v) hadamard(1, d.value_dim, d.hadamard, oi, d.value_dim, oi, d.value_dim);
         }
         if (d.lse) d.lse[(b * d.q_heads + h) * d.q_len + i] = static_cast<float>(lse);
       }

@@ -35,8 +35,11 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
   const int64_t total = cached ? d.cache_len + Lkv : Lkv;
 
   const auto qp = project(B * Lq, d.q_in_dim, Hq * D, x_q, d.weight_type, d.w_q, d.b_q);
-  const auto kp = project(B * Lkv, d.kv_in_dim, Hk * D, x_k, d.weight_type, d.w_k, d.b_k);
-  const auto vp = project(B * Lkv, d.kv_in_dim, Hk * Dv, x_v, d.weight_type, d.w_v, d.b_v);
+  auto kp = project(B * Lkv, d.kv_in_dim, Hk * D, x_k, d.weight_type, d.w_k, d.b_k);
+  auto vp = project(B * Lkv, d.kv_in_dim, Hk * Dv, x_v, d.weight_type, d.w_v, d.b_v);
+  // Rotated keys (and values): each head's row rotated before it is stored or attended.
+  if (d.hadamard) hadamard(B * Lkv * Hk, D, d.hadamard, kp.data(), D, kp.data(), D);
+  if (d.hadamard_v) hadamard(B * Lkv * Hk, Dv, d.hadamard, vp.data(), Dv, vp.data(), Dv);
 
   // The new keys and values appended to the cache, rounded to its type.
   if (cached) {
@@ -90,6 +93,9 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
     a.bias_stride[i] = d.bias_stride[i], a.mask_stride[i] = d.mask_stride[i];
   a.alibi_slopes = d.alibi_slopes, a.softcap = d.softcap, a.lse = d.lse;
   a.k_type = a.v_type = TESSERA_F32;
+  // The queries rotated as the keys were (then rounded for a block-type cache); the output rows
+  // rotated back below.
+  if (d.hadamard) hadamard(B * Hq * Lq, D, d.hadamard, q.data(), D, q.data(), D);
   if (cached && (ct == TESSERA_Q8_0 || ct == TESSERA_Q4_0)) {
     // Scores against a block-type cache use the queries rounded to q8_0 (tessera.h); the cache's
     // values are read dequantized.
@@ -98,6 +104,7 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
     dequantize(TESSERA_Q8_0, int64_t(q.size()), blocks.data(), q.data());
   }
   attention(a, q.data(), k.data(), v.data(), o.data());
+  if (d.hadamard_v) hadamard(B * Hq * Lq, Dv, d.hadamard, o.data(), Dv, o.data(), Dv);
 
   // Heads concatenated per token, then the output projection.
   std::vector<float> attn(size_t(B * Lq * Hq * Dv));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "tessera/reference.hpp"
 
@@ -87,6 +88,23 @@ void dequantize(tessera_dtype t, int64_t n, const void* x, float* y) {
       y[b * kBlock + j] = d * float(q);
     }
   }
+}
+
+void hadamard(int64_t rows, int64_t dim, int64_t n, const float* x, int64_t ldx, float* y,
+              int64_t ldy) {
+  const float scale = float(1.0 / std::sqrt(double(n)));
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < dim; b += n) {
+      for (int64_t j = 0; j < n; ++j) v[size_t(j)] = x[r * ldx + b + j];
+      for (int64_t h = 1; h < n; h *= 2)  // the butterflies, stride by stride
+        for (int64_t i = 0; i < n; i += 2 * h)
+          for (int64_t j = i; j < i + h; ++j) {
+            const float a = v[size_t(j)], c = v[size_t(j + h)];
+            v[size_t(j)] = a + c, v[size_t(j + h)] = a - c;
+          }
+      for (int64_t j = 0; j < n; ++j) y[r * ldy + b + j] = v[size_t(j)] * scale;
+    }
 }
 
 }  // namespace tessera::reference
