@@ -130,12 +130,19 @@ void attention_row(benchmark::State& state, int64_t hq, int64_t hkv, int64_t lq,
   const auto q = bench::random_floats(size_t(hq * lq * d), 4);
   const auto k = bench::random_floats(size_t(hkv * lkv * d), 5);
   const auto v = bench::random_floats(size_t(hkv * lkv * d), 6);
-  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  // Bytes per 32 values: 16-bit types 64, q8_0 34, q4_0 18.
+  const size_t per32 = type == TESSERA_Q8_0 ? 34 : type == TESSERA_Q4_0 ? 18 : 64;
+  std::vector<uint8_t> ks(k.size() / 32 * per32 + 64), vs(v.size() / 32 * per32 + 64);
   const void *kp = k.data(), *vp = v.data();
   if (type != TESSERA_F32 && old_build().error.empty()) {
-    old_build().convert(TESSERA_F32, type, int64_t(k.size()), k.data(), k16.data());
-    old_build().convert(TESSERA_F32, type, int64_t(v.size()), v.data(), v16.data());
-    kp = k16.data(), vp = v16.data();
+    if (old_build().convert(TESSERA_F32, type, int64_t(k.size()), k.data(), ks.data()) !=
+            TESSERA_OK ||
+        old_build().convert(TESSERA_F32, type, int64_t(v.size()), v.data(), vs.data()) !=
+            TESSERA_OK) {
+      state.SkipWithError("the old build does not convert to this type");
+      return;
+    }
+    kp = ks.data(), vp = vs.data();
   }
   ab_row(state, size_t(hq * lq * d), [&](const Build& b, float* o) {
     tessera_attention_desc desc;
@@ -173,6 +180,12 @@ BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv4096_d128, 32, 8, 1, 4096, 128, 
     ->Apply(threads_1_2);
 BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv4096_d128_f16, 32, 8, 1, 4096, 128, true,
                   TESSERA_F16)
+    ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128_q8_0, 32, 8, 1, 32768, 128, true,
+                  TESSERA_Q8_0)
+    ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128_q4_0, 32, 8, 1, 32768, 128, true,
+                  TESSERA_Q4_0)
     ->Apply(threads_1_2);
 
 BENCHMARK_MAIN();

@@ -112,6 +112,7 @@ void register_exp();
 void register_convert();
 void register_attention();
 void register_decode_types();
+void register_kv_blocks();
 void register_mha();
 void register_additive();
 void register_mha_layer();
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
   bench::register_softmax();
   bench::register_attention();
   bench::register_decode_types();
+  bench::register_kv_blocks();
   bench::register_mha();
   bench::register_additive();
   bench::register_mha_layer();

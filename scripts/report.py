@@ -212,8 +212,9 @@ def ceiling_of(ctx, b, by_name, llc_bytes, llc_name):
     n = b["name"].replace("/real_time", "")
     t = threads_of(n)
     if n.startswith("attention/decode-kv-type/"):
-        kv_bytes = int(field(n, "kv")) * 8 * 128 * 2 * (4 if n.endswith("kv:f32") or
-                                                       "/kv:f32/" in n else 2)
+        ty = n.split("/kv:")[-1].split("/")[0]
+        per_value = {"f32": 4, "q8_0": 34 / 32, "q4_0": 18 / 32}.get(ty, 2)
+        kv_bytes = int(int(field(n, "kv")) * 8 * 128 * 2 * per_value)
         if llc_bytes and kv_bytes <= llc_bytes:
             return None, None, f"K/V ({kv_bytes >> 20} MB) in {llc_name}: no DRAM ceiling"
         read = next((r for r in by_name.values() if r["name"].startswith("attention/memory-read/")
