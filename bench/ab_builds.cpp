@@ -5,8 +5,11 @@
 // Counters: each build's median time, and the median, p25 and p75 of the per-round ratio
 // new / old (below 1: the new build is faster).
 //   TESSERA_AB_OLD=/path/old/libtessera.so TESSERA_AB_NEW=/path/new/libtessera.so tessera_ab
+// (TESSERA_AB_RELATIVE: see ab_row).
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -88,12 +91,22 @@ void ab_row(benchmark::State& state, size_t out_floats,
     }
     return;
   }
-  if (std::memcmp(out_old.data(), out_new.data(), out_floats * sizeof(float)) != 0) {
+  // A change that reorders a sum on purpose: TESSERA_AB_RELATIVE=1e-5 lets the outputs differ
+  // by that much of the largest |value| (the row's counter max_rel_diff says by how much).
+  const char* allowed = std::getenv("TESSERA_AB_RELATIVE");
+  double diff = 0, mag = 0;
+  for (size_t i = 0; i < out_floats; ++i) {
+    diff = std::max(diff, double(std::fabs(out_old[i] - out_new[i])));
+    mag = std::max(mag, double(std::fabs(out_old[i])));
+  }
+  const bool same = std::memcmp(out_old.data(), out_new.data(), out_floats * sizeof(float)) == 0;
+  if (!same && !(allowed && diff <= std::atof(allowed) * mag)) {
     state.SkipWithError("the builds' results differ");
     for (auto _ : state) {
     }
     return;
   }
+  if (!same) state.counters["max_rel_diff"] = diff / mag;
   // Both write one buffer while timed: where it sits against the inputs (4K aliasing of a
   // row's loads and stores) then cannot favour either build.
   const bench::Alternated t = bench::alternate(

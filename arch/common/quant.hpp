@@ -15,7 +15,8 @@
 //  - dot[t][R](q, k, ldk, n, s, lds, alpha): R query rows against n keys (rows of q.blocks
 //    blocks, ldk bytes apart): s[r lds + j] = alpha sum_b (dq dk) isum_b, isum_b the exact int32
 //    dot of block b (the query's q in [-127, 127], as quantize_rows makes them; a key's any
-//    int8), the products of the scales and the block sums in float32, the blocks summed in order.
+//    int8), the products of the scales and the block sums in float32, the blocks summed in an
+//    order the kernel fixes (the same for every key and row, wherever the key falls in the call).
 //  - pv[t][R](n, p, ldp, v, ldv, blocks, o, ldo): o[r ldo + c] += sum_j p[r ldp + j] d_v q_v,
 //    float32, the keys summed in order into each O element (which it reads and writes).
 //  - Kernels are stateless, allocate nothing, read no byte past the blocks they are given.
@@ -43,20 +44,29 @@ inline float scale_of(const uint8_t* block) {
   return convert_detail::f16_to_f32(h);
 }
 
+// std::round (half away from zero) without the library call, so that the loops vectorize: the
+// truncation, then one away from zero when the fraction dropped is half or more (exact).
+inline float round_away(float v) {
+  const float t = std::trunc(v);
+  return std::fabs(v - t) >= 0.5f ? t + std::copysign(1.0f, v) : t;
+}
+
 // One block of 32 floats to q8_0 (y: 34 bytes); qs_out/d_out: the split form, when not null.
 inline void q8_0_block(const float* x, uint8_t* y) {
   float amax = 0.0f;
   bool finite = true;
   for (int j = 0; j < kQBlock; ++j) {
     finite = finite && std::isfinite(x[j]);
-    amax = std::fmax(amax, std::fabs(x[j]));
+    // (a comparison, not the std::fmax call: a NaN leaves amax alone, and `finite` then
+    // decides the block)
+    amax = std::fabs(x[j]) > amax ? std::fabs(x[j]) : amax;
   }
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const uint16_t dh = finite ? convert_detail::f32_to_f16(d) : uint16_t(0x7E00);
   std::memcpy(y, &dh, 2);
   for (int j = 0; j < kQBlock; ++j)
-    y[2 + j] = finite ? uint8_t(int8_t(std::round(x[j] * id))) : uint8_t(0);
+    y[2 + j] = finite ? uint8_t(int8_t(round_away(x[j] * id))) : uint8_t(0);
 }
 
 inline void q4_0_block(const float* x, uint8_t* y) {
