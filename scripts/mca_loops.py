@@ -13,7 +13,11 @@ function's k loop is shown: its innermost loop with the most FMAs. The peaks are
 models' (e.g. neoverse-n1 and cortex-a72 issue one 128-bit FMLA per cycle there), so the
 fractions compare loops with each other on one model, not with a datasheet.
 
-Usage: scripts/mca_loops.py OBJDUMP OBJECT aarch64|arm [--match REGEX]
+--int: the integer dot loops of the block types instead (sdot, smmla, smull/smlal + sadalp,
+vmull.s8 + vpadal): multiply-accumulates per cycle, against a loop of 12 independent
+instructions of the loop's own kind on the same model (its integer dot peak).
+
+Usage: scripts/mca_loops.py OBJDUMP OBJECT aarch64|arm [--match REGEX] [--int]
 """
 import argparse
 import re
@@ -93,10 +97,70 @@ def fma_lanes(mn, ops):
     return 1
 
 
-def mca(lines, triple, cpu):
+# Integer multiply-accumulates of one instruction: sdot 4 lanes x 4, smmla a 2x8 by 8x2 tile,
+# the widening multiplies 8 byte products (sadalp / vpadal only add pairs).
+INT_MACS = {"sdot": 16, "smmla": 32, "smull": 8, "smull2": 8, "smlal": 8, "smlal2": 8,
+            "vmull.s8": 8, "vmlal.s8": 8}
+INT_PEAK = {"sdot": "sdot v%d.4s, v12.16b, v13.16b", "smmla": "smmla v%d.4s, v12.16b, v13.16b",
+            "smull": "smull v%d.8h, v12.8b, v13.8b", "vmull.s8": "vmull.s8 q%d, d24, d25"}
+
+
+def int_kind(mn):
+    """The peak loop a dot instruction is measured against (smlal and smull2 count as smull)."""
+    if mn in ("sdot", "smmla", "vmull.s8"):
+        return mn
+    if mn == "vmlal.s8":
+        return "vmull.s8"
+    return "smull" if mn in INT_MACS else None
+
+
+def int_main(a, triple):
+    attr = "-mattr=+dotprod,+i8mm" if a.arch == "aarch64" else None
+    peaks = {}
+    print(f"# llvm-mca {a.arch}: integer dot loops; % of the model's peak for the loop's kind "
+          "(12 independent instructions of it: " + ", ".join(sorted(INT_PEAK)) + ")")
+    print("| loop | kind | dot insns | MACs/iter | " +
+          " | ".join(f"{cpu} cycles/iter, MACs/cycle, % peak" for cpu in CPUS) + " |")
+    print("|---|---|---|---|" + "---|" * len(CPUS))
+    rows = 0
+    for name, body in functions(a.objdump, a.object):
+        if not re.search(a.match, name):
+            continue
+        best = None
+        for s, e in innermost_loops(body):
+            macs = sum(INT_MACS.get(ins[1], 0) for ins in body[s:e])
+            if macs and (best is None or macs > best[0]):
+                best = (macs, s, e)
+        if not best:
+            continue
+        macs, s, e = best
+        insns = body[s:e]
+        kinds = [int_kind(ins[1]) for ins in insns if int_kind(ins[1])]
+        kind = max(set(kinds), key=kinds.count)
+        lines = [clean(mn, ops) for _, mn, ops in insns if not BRANCH.match(mn)]
+        cells = []
+        for cpu in CPUS:
+            key = (kind, cpu)
+            if key not in peaks:
+                c = mca([INT_PEAK[kind] % i for i in range(12)], triple, cpu, attr)
+                peaks[key] = 12 * INT_MACS[kind] / c if c else None
+            c = mca(lines, triple, cpu, attr)
+            if c is None or not peaks[key]:
+                cells.append("n/a")
+                continue
+            cells.append(f"{c:.1f}, {macs / c:.1f}, {100 * macs / c / peaks[key]:.0f}%")
+        print(f"| {short(name)} | {kind} | {len(kinds)} | {macs} | " + " | ".join(cells) + " |")
+        rows += 1
+    print("# peaks, MACs/cycle: " + ", ".join(f"{k} on {c} {v:.1f}" for (k, c), v in
+                                              sorted(peaks.items()) if v))
+    return 0 if rows else 1
+
+
+def mca(lines, triple, cpu, attr=None):
     src = "\n".join(lines) + "\n"
     r = subprocess.run(["llvm-mca", f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=200",
-                        "-summary-view", "-resource-pressure=0", "-instruction-info=0"],
+                        "-summary-view", "-resource-pressure=0", "-instruction-info=0"] +
+                       ([attr] if attr else []),
                        input=src, capture_output=True, text=True)
     if r.returncode != 0:
         return None
@@ -127,9 +191,14 @@ def main():
     ap.add_argument("objdump")
     ap.add_argument("object")
     ap.add_argument("arch", choices=["aarch64", "arm"])
-    ap.add_argument("--match", default=r"gemm|dot|wide|rows|ukernel")
+    ap.add_argument("--match", default=None)
+    ap.add_argument("--int", action="store_true")
     a = ap.parse_args()
     triple = "aarch64" if a.arch == "aarch64" else "armv8a"
+    if a.int:
+        a.match = a.match or r"quant_dot"
+        return int_main(a, triple)
+    a.match = a.match or r"gemm|dot|wide|rows|ukernel"
     fma_insn = ("fmla v%d.4s, v12.4s, v13.4s" if a.arch == "aarch64"
                 else "vfma.f32 q%d, q12, q13")
     peak, peak16 = {}, {}

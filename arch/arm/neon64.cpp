@@ -4,6 +4,7 @@
 #include "convert_neon64.hpp"
 #include "gemm_ukernel_neon64.hpp"
 #include "quant_neon.hpp"
+#include "quant_neon4.hpp"
 #include "widen_neon64.hpp"
 
 namespace tessera::arch {
@@ -15,6 +16,7 @@ const KernelTable& neon64_table() {
                    Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64");
     t.convert = make_convert_kernels<Neon64HalfLanes>();
     t.quant = make_quant_kernels<QuantNeon>();
+    use_neon4_dots<QuantNeon>(t.quant);
     return t;
   }();
   return table;

@@ -8,6 +8,7 @@
 #include "gemm_ukernel_neon64.hpp"
 #include "hgemm_neon64_fp16.hpp"
 #include "quant_neon.hpp"
+#include "quant_neon4.hpp"
 #include "widen_neon64.hpp"
 
 namespace tessera::arch {
@@ -19,6 +20,7 @@ const KernelTable& neon64_v82_table() {
                    Neon64PackedKernel<xsimd::neon64, kNeon64Gemm.mr, kNeon64Gemm.nv>>("neon64_v82");
     t.convert = make_convert_kernels<Neon64HalfLanes>();
     t.quant = make_quant_kernels<QuantNeonDot>();
+    use_neon4_dots<QuantNeonDot>(t.quant);
     fill_hgemm_neon64_fp16<8, 2>(t.hgemm, std::make_integer_sequence<int, 8>());
     return t;
   }();
