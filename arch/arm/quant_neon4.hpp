@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../kernels.hpp"
+#include "quant_neon.hpp"
 
 namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
@@ -78,6 +80,77 @@ void quant_dot_neon4(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
   }
 }
 
+#if defined(__ARM_FEATURE_DOTPROD)
+// sdot by element with the rows in lanes (3 or 4 rows): the query rows are transposed once per
+// call into qt[b][g] = the 4 bytes of group g (of 8) of block b from each row, one row a lane,
+// and `sdot t, qt[b][g], key.4b[g]` adds each row's products with group g of the key: a key's
+// block is 8 sdot into one vector holding every row's exact block sum, with no pairwise adds,
+// then one conversion and two float operations for all rows. Four keys' row vectors are
+// transposed to key vectors for the stores.
+template <int T, int R>
+void quant_dot_sdot_rows(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n, float* s,
+                         int64_t lds, float alpha) {
+  static_assert(R == 3 || R == 4, "rows in the lanes of one vector");
+  constexpr int64_t BS = kQBlockBytes[T];
+  constexpr int64_t kMaxBlocks = 16;  // 512 values of the query a pass
+  for (int64_t b0 = 0; b0 < q.blocks; b0 += kMaxBlocks) {
+    const int64_t nb = std::min(kMaxBlocks, q.blocks - b0);
+    int8x16_t qt[kMaxBlocks][8];
+    float32x4_t dq[kMaxBlocks];
+    for (int64_t b = 0; b < nb; ++b) {
+      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int r = 0; r < R; ++r) d[r] = q.d[r * q.blocks + b0 + b];
+      dq[b] = vld1q_f32(d);
+      for (int g = 0; g < 8; ++g) {
+        int32_t lanes[4] = {0, 0, 0, 0};
+        for (int r = 0; r < R; ++r)
+          std::memcpy(&lanes[r], q.qs + r * q.ld + (b0 + b) * kQBlock + 4 * g, 4);
+        qt[b][g] = vreinterpretq_s8_s32(vld1q_s32(lanes));
+      }
+    }
+    // One key's block b: every row's exact block sum, then scaled into acc.
+    const auto block = [&](const uint8_t* kp, int64_t b, float32x4_t acc) {
+      const auto kv = QuantNeon::load_k<T>(kp + b * BS + 2);
+      int32x4_t t = vdupq_n_s32(0);
+      t = vdotq_laneq_s32(t, qt[b][0], kv.lo, 0), t = vdotq_laneq_s32(t, qt[b][1], kv.lo, 1);
+      t = vdotq_laneq_s32(t, qt[b][2], kv.lo, 2), t = vdotq_laneq_s32(t, qt[b][3], kv.lo, 3);
+      t = vdotq_laneq_s32(t, qt[b][4], kv.hi, 0), t = vdotq_laneq_s32(t, qt[b][5], kv.hi, 1);
+      t = vdotq_laneq_s32(t, qt[b][6], kv.hi, 2), t = vdotq_laneq_s32(t, qt[b][7], kv.hi, 3);
+      return vfmaq_f32(acc, vcvtq_f32_s32(t), vmulq_n_f32(dq[b], QuantNeon::scale(kp + b * BS)));
+    };
+    for (int64_t j = 0; j < n; j += 4) {
+      const int64_t nk = std::min<int64_t>(4, n - j);
+      float32x4_t rows[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f),
+                             vdupq_n_f32(0.0f)};
+      const uint8_t* kp = k + j * ldk + b0 * BS;
+      if (nk == 4) {  // four independent sdot chains a block
+        for (int64_t b = 0; b < nb; ++b) {
+          rows[0] = block(kp, b, rows[0]), rows[1] = block(kp + ldk, b, rows[1]);
+          rows[2] = block(kp + 2 * ldk, b, rows[2]), rows[3] = block(kp + 3 * ldk, b, rows[3]);
+        }
+      } else {
+        for (int64_t c = 0; c < nk; ++c)
+          for (int64_t b = 0; b < nb; ++b) rows[c] = block(kp + c * ldk, b, rows[c]);
+      }
+      // [key][row] -> [row][key]
+      const float32x4_t t0 = vtrn1q_f32(rows[0], rows[1]), t1 = vtrn2q_f32(rows[0], rows[1]);
+      const float32x4_t t2 = vtrn1q_f32(rows[2], rows[3]), t3 = vtrn2q_f32(rows[2], rows[3]);
+      const float32x4_t by_row[4] = {
+          vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2))),
+          vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3))),
+          vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2))),
+          vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)))};
+      for (int r = 0; r < R; ++r) {
+        float out[4];
+        vst1q_f32(out, vmulq_n_f32(by_row[r], alpha));
+        float* dst = s + r * lds + j;
+        for (int64_t c = 0; c < nk; ++c) dst[c] = b0 == 0 ? out[c] : dst[c] + out[c];
+      }
+    }
+  }
+}
+#endif
+
 // The AArch64 tables' dot kernels replaced by the four-key ones.
 template <class QOps>
 void use_neon4_dots(QuantKernels& k) {
@@ -87,6 +160,12 @@ void use_neon4_dots(QuantKernels& k) {
   k.dot[1][1] = &quant_dot_neon4<QOps, 1, 1>, k.dot[1][2] = &quant_dot_neon4<QOps, 1, 2>;
   k.dot[1][3] = &quant_dot_neon4<QOps, 1, 3>, k.dot[1][4] = &quant_dot_neon4<QOps, 1, 4>;
   static_assert(kMaxDotRows == 4, "a kernel per row count");
+#if defined(__ARM_FEATURE_DOTPROD)
+  if constexpr (std::is_same_v<QOps, QuantNeonDot>) {  // 3 and 4 rows: the rows in lanes
+    k.dot[0][3] = &quant_dot_sdot_rows<0, 3>, k.dot[0][4] = &quant_dot_sdot_rows<0, 4>;
+    k.dot[1][3] = &quant_dot_sdot_rows<1, 3>, k.dot[1][4] = &quant_dot_sdot_rows<1, 4>;
+  }
+#endif
 #else
   (void)k;
 #endif
