@@ -105,6 +105,8 @@ struct QuantNeon {
 #if defined(__ARM_FEATURE_DOTPROD)
 // ARMv8.2 dotprod: a block's 32 products in two sdot, four into each int32 lane.
 struct QuantNeonDot : QuantNeon {
+  // (hides the base's name on purpose: the kernels read QOps::kDotName of the derived set)
+  // cppcheck-suppress duplInheritedMember
   static constexpr const char* kDotName = "sdot";
   static int32x4_t dot(B32 k, B32 q) {
     return vdotq_s32(vdotq_s32(vdupq_n_s32(0), k.lo, q.lo), k.hi, q.hi);

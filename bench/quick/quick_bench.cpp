@@ -212,12 +212,15 @@ void attention_rows(std::vector<Row>& rows, int threads, const Machine& mc) {
       }
   // Decode: one query per head against a cache; bound by reading K and V.
   const int64_t qh = 32, kvh = 8, kv = scaled(4096, 64), d = 128;
-  for (tessera_dtype type : {TESSERA_F32, TESSERA_F16}) {
-    const size_t el = type == TESSERA_F32 ? 4 : 2;
+  for (tessera_dtype type : {TESSERA_F32, TESSERA_F16, TESSERA_Q8_0, TESSERA_Q4_0}) {
     const auto q = data(size_t(qh * d), 8);
     const auto kf = data(size_t(kvh * kv * d), 9), vf = data(kf.size(), 10);
-    std::vector<uint8_t> k(kf.size() * el), v(kf.size() * el);
-    must(tessera_convert(TESSERA_F32, type, int64_t(kf.size()), kf.data(), k.data()));
+    const size_t bytes = tessera_dtype_size(type, int64_t(kf.size()));
+    std::vector<uint8_t> k(bytes), v(bytes);
+    // A build without the block types (TESSERA_QUANTIZED=OFF) has no such rows.
+    if (tessera_convert(TESSERA_F32, type, int64_t(kf.size()), kf.data(), k.data()) ==
+        TESSERA_UNSUPPORTED)
+      continue;
     must(tessera_convert(TESSERA_F32, type, int64_t(vf.size()), vf.data(), v.data()));
     std::vector<float> o(q.size());
     tessera_attention_desc desc;
@@ -228,7 +231,10 @@ void attention_rows(std::vector<Row>& rows, int threads, const Machine& mc) {
     char name[96];
     std::snprintf(name, sizeof name, "attention decode kv %lld, %lld/%lld heads, d 128, %s K/V",
                   (long long)kv, (long long)qh, (long long)kvh,
-                  type == TESSERA_F32 ? "f32" : "f16");
+                  type == TESSERA_F32    ? "f32"
+                  : type == TESSERA_F16  ? "f16"
+                  : type == TESSERA_Q8_0 ? "q8_0"
+                                         : "q4_0");
     const double kv_bytes = double(k.size() + v.size());
     rows.push_back({name, threads, kv_bytes / t, true, mc.read_bps, kv_bytes});
   }
