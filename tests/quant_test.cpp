@@ -47,6 +47,13 @@ std::vector<float> quantizer_inputs() {
   x.insert(x.end(), ties.begin(), ties.end());  // q4_0: d = 1, x id + 8.5 at integers
   x.insert(x.end(), 32, 0.0f);
   x.insert(x.end(), 32, 1e-30f);
+  // Scales below 2^-126: 1 / d inexact or infinite (x id past 127, or 0 x inf), f16 d = 0.
+  for (float tiny : {3e-39f, 1e-40f, 1e-44f}) {
+    std::vector<float> blk = tt::random_vec(32, 77, -1.0f, 1.0f);
+    for (auto& v : blk) v *= tiny;
+    blk[3] = tiny, blk[9] = 0.0f, blk[20] = -tiny;
+    x.insert(x.end(), blk.begin(), blk.end());
+  }
   std::vector<float> big(32, 6e4f);
   big[5] = -6.5e4f;
   x.insert(x.end(), big.begin(), big.end());

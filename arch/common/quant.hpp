@@ -65,8 +65,14 @@ inline void q8_0_block(const float* x, uint8_t* y) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const uint16_t dh = finite ? convert_detail::f32_to_f16(d) : uint16_t(0x7E00);
   std::memcpy(y, &dh, 2);
-  for (int j = 0; j < kQBlock; ++j)
-    y[2 + j] = finite ? uint8_t(int8_t(round_away(x[j] * id))) : uint8_t(0);
+  // Clamped, a NaN 0 (tessera.h: only where d < 2^-126, whose f16 is 0).
+  for (int j = 0; j < kQBlock; ++j) {
+    const float v = round_away(x[j] * id);
+    y[2 + j] = finite && v == v ? uint8_t(int8_t(v < -127.0f  ? -127.0f
+                                                 : v > 127.0f ? 127.0f
+                                                              : v))
+                                : uint8_t(0);
+  }
 }
 
 inline void q4_0_block(const float* x, uint8_t* y) {
@@ -81,7 +87,8 @@ inline void q4_0_block(const float* x, uint8_t* y) {
   const uint16_t dh = finite ? convert_detail::f32_to_f16(d) : uint16_t(0x7E00);
   std::memcpy(y, &dh, 2);
   const auto nibble = [&](float v) {
-    return finite ? uint8_t(std::fmin(15.0f, std::trunc(v * id + 8.5f))) : uint8_t(8);
+    const float n = std::trunc(v * id + 8.5f);
+    return finite && n == n ? uint8_t(n < 0.0f ? 0.0f : n > 15.0f ? 15.0f : n) : uint8_t(8);
   };
   for (int j = 0; j < kQBlock / 2; ++j)
     y[2 + j] = uint8_t(nibble(x[j]) | nibble(x[j + kQBlock / 2]) << 4);

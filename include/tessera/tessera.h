@@ -147,6 +147,9 @@ TESSERA_API size_t tessera_workspace_peak(void);
  *                x * (1 / d); d stored rounded to f16 (ggml's quantize_row_q8_0_ref);
  *   f32 -> q4_0: m = the value of largest |x| (the first, in a tie), d = m / -8, n = min(15,
  *                trunc(x * (1 / d) + 8.5)), d stored rounded to f16 (quantize_row_q4_0_ref);
+ *   q8_0's q clamped to [-127, 127] and q4_0's n to [0, 15] (a NaN product gives q 0): they
+ *   leave that range only where d is below 2^-126, so that 1 / d is inexact or infinite, and d
+ *   rounds to an f16 0 (ggml converts such values out of range);
  *   a block holding a NaN or an infinity stores d = NaN and every q as 0: it dequantizes to NaN;
  *   q -> f32 is exact (d times the integer).
  * tessera::reference::quantize and dequantize are their specification. */

@@ -25,8 +25,13 @@ void q8_0_block(const float* x, uint8_t* y) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const uint16_t dh = finite ? f32_to_f16(d) : kNaNScale;
   std::memcpy(y, &dh, 2);
-  for (int j = 0; j < kBlock; ++j)
-    y[2 + j] = finite ? uint8_t(int8_t(std::round(x[j] * id))) : 0;  // round: half away from 0
+  // round: half away from 0. Clamped (a NaN 0): x id leaves [-127, 127] only where d is so
+  // small (below 2^-126) that 1 / d is inexact or infinite, and its f16 is 0 anyway.
+  for (int j = 0; j < kBlock; ++j) {
+    const float v = std::round(x[j] * id);
+    y[2 + j] =
+        finite && !std::isnan(v) ? uint8_t(int8_t(std::fmin(127.0f, std::fmax(-127.0f, v)))) : 0;
+  }
 }
 
 void q4_0_block(const float* x, uint8_t* y) {
@@ -41,9 +46,11 @@ void q4_0_block(const float* x, uint8_t* y) {
   const uint16_t dh = finite ? f32_to_f16(d) : kNaNScale;
   std::memcpy(y, &dh, 2);
   for (int j = 0; j < kBlock / 2; ++j) {
-    // x id is in [-8, 8]: x id + 8.5 in [0.5, 16.5], truncated (it is >= 0: floor) and capped.
+    // x id is in [-8, 8]: x id + 8.5 in [0.5, 16.5], truncated (it is >= 0: floor) and capped
+    // (at 0 too, and a NaN 8, where d is so small that 1 / d is inexact or infinite).
     const auto nibble = [&](float v) {
-      return finite ? uint8_t(std::fmin(15.0f, std::trunc(v * id + 8.5f))) : uint8_t(8);
+      const float n = std::trunc(v * id + 8.5f);
+      return finite && !std::isnan(n) ? uint8_t(std::fmin(15.0f, std::fmax(0.0f, n))) : uint8_t(8);
     };
     y[2 + j] = uint8_t(nibble(x[j]) | nibble(x[j + kBlock / 2]) << 4);
   }

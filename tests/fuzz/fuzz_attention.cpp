@@ -1,6 +1,7 @@
 // libFuzzer harness: tessera_attention_desc_init and tessera_attention under decoded shapes
-// (prefill and split-KV decode), layouts, every mask and score option, outputs placed over
-// inputs, and scores that are NaN, +-inf or denormal.
+// (prefill and split-KV decode), layouts, every mask and score option, K/V of every storage type
+// (q8_0 / q4_0 blocks included) and the rotation, outputs placed over inputs, and scores that are
+// NaN, +-inf or denormal.
 #include <algorithm>
 #include <cstring>
 
@@ -15,7 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool decode = in.flag();
   int64_t q_len = decode ? in.range(0, 8) : in.size(40);
   int64_t kv_len = decode ? in.range(0, 1600) : in.size(300);
-  const int64_t head_dim = in.range(0, 40), value_dim = in.range(0, 40);
+  // Dims of whole q8_0 / q4_0 blocks now and then (a block type needs them).
+  const int64_t head_dim = in.byte() < 40 ? 32 * in.range(1, 2) : in.range(0, 40);
+  const int64_t value_dim = in.byte() < 40 ? 32 * in.range(1, 2) : in.range(0, 40);
   if (q_len == (int64_t(1) << 40) || kv_len == (int64_t(1) << 40)) q_len = kv_len = q_len | kv_len;
   tessera_attention_desc d;
   const tessera_status init =
@@ -84,15 +87,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     d.lse = lse.data();
   }
   // K and V types: f32, f16, bf16 (the 16-bit elements are the float arrays' halves, so every
-  // pattern, inf and NaN among them, occurs), or a value that is no type (rejected).
-  const tessera_dtype types[] = {TESSERA_F32, TESSERA_F16, TESSERA_BF16, tessera_dtype(3)};
-  d.k_type = types[in.byte() < 230 ? in.range(0, 2) : 3];
-  d.v_type = types[in.byte() < 230 ? in.range(0, 2) : 3];
+  // pattern, inf and NaN among them, occurs), q8_0, q4_0 (blocks in the arrays' bytes), or a
+  // value that is no type (rejected).
+  const tessera_dtype types[] = {TESSERA_F32,  TESSERA_F16,  TESSERA_BF16,
+                                 TESSERA_Q8_0, TESSERA_Q4_0, tessera_dtype(5)};
+  d.k_type = types[in.byte() < 230 ? in.range(0, 4) : 5];
+  d.v_type = types[in.byte() < 230 ? in.range(0, 4) : 5];
+  // The rotation: a power of two up to 64 (valid where it divides the dims), or 3 (never).
+  if (in.byte() < 40) {
+    const int64_t r = in.range(0, 7);
+    d.hadamard = r == 7 ? 3 : int64_t(1) << r;
+    d.hadamard_v = in.flag() ? 1 : 0;
+  }
   // Finite 16-bit magnitudes below 8, as the float32 fills keep theirs small: scores of 1e9
   // (a bf16 key of 2e9) leave fp32 a few ulps of 100 between keys, and no float32 kernel then
   // matches the double reference's weights; near FLT_MAX q.k overflows the accumulator.
   auto tame = [](tessera_dtype t, std::vector<float>& x, size_t n, bool finite) {
     auto* h = reinterpret_cast<uint16_t*>(x.data());
+    if (t == TESSERA_Q8_0 || t == TESSERA_Q4_0) {
+      // A block's value is d q with |q| <= 128 (q8_0) or 8 (q4_0): the f16 scale's exponent
+      // capped so that values stay below 8; an inf or NaN scale made NaN (a non-finite block,
+      // as the quantizers store it), or finite for V.
+      const size_t bytes = t == TESSERA_Q8_0 ? 34 : 18;
+      const int cap = t == TESSERA_Q8_0 ? 15 - 5 : 15 - 1;
+      auto* b = reinterpret_cast<uint8_t*>(x.data());
+      for (size_t blk = 0; blk < n / 32; ++blk) {
+        uint16_t d;
+        std::memcpy(&d, b + blk * bytes, 2);
+        const int e = (d >> 10) & 0x1F;
+        if (e == 0x1F)
+          d = finite ? uint16_t((d & 0x83FF) | (cap << 10)) : uint16_t(0x7E00);
+        else if (e > cap)
+          d = uint16_t((d & 0x83FF) | (cap << 10));
+        std::memcpy(b + blk * bytes, &d, 2);
+      }
+      return;
+    }
     for (size_t i = 0; i < n && t != TESSERA_F32; ++i) {
       const bool f16 = t == TESSERA_F16;
       const int shift = f16 ? 10 : 7, mask = f16 ? 0x1F : 0xFF, bias = f16 ? 15 : 127;
@@ -126,7 +156,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (d.causal > 1) fz::violated("causal = 2 was accepted", "");
-  if (d.k_type == types[3] || d.v_type == types[3]) fz::violated("a bad K/V type was accepted", "");
+  if (d.k_type == types[5] || d.v_type == types[5]) fz::violated("a bad K/V type was accepted", "");
+  const auto blocks_ok = [](tessera_dtype t, int64_t dim) {
+    return (t != TESSERA_Q8_0 && t != TESSERA_Q4_0) || dim % 32 == 0;
+  };
+  if (!blocks_ok(d.k_type, head_dim) || !blocks_ok(d.v_type, value_dim))
+    fz::violated("a block type over a dimension of part blocks was accepted", "");
+  if (d.hadamard && (d.hadamard == 3 || head_dim % d.hadamard != 0 ||
+                     (d.hadamard_v && value_dim % d.hadamard != 0)))
+    fz::violated("a rotation that does not divide the dims was accepted", "");
   std::vector<float> ref_o(o.size()), ref_lse(lse.size());
   tessera_attention_desc rd = d;
   rd.lse = lse.empty() ? nullptr : ref_lse.data();
@@ -153,9 +191,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         uint16_t h[2];
         std::memcpy(h, x.data() + i / 2, 4);
         const uint16_t e = h[i % 2];
-        const float f = t == TESSERA_F32   ? x[i]
-                        : t == TESSERA_F16 ? tessera::reference::f16_to_f32(e)
-                                           : tessera::reference::bf16_to_f32(e);
+        float f = t == TESSERA_F32   ? x[i]
+                  : t == TESSERA_F16 ? tessera::reference::f16_to_f32(e)
+                                     : tessera::reference::bf16_to_f32(e);
+        if (t == TESSERA_Q8_0 || t == TESSERA_Q4_0)
+          f = tessera::reference::element(t, x.data(), int64_t(i));
         std::fprintf(stderr, "%s %g\n", name, double(f));
       }
     };
