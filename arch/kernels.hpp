@@ -299,6 +299,13 @@ struct ConvertKernels {
   void (*bf16_to_f32)(int64_t n, const uint16_t* x, float* y);
 };
 
+// rope.hpp: the rotary embedding's table of one position and its rotation of a token's heads
+// (contract there); [0] NEOX pairs, [1] GPTJ pairs.
+struct RopeKernels {
+  void (*angles[2])(int64_t half, const double* freq, double pos, float* cs);
+  void (*rotate[2])(int64_t heads, int64_t ld, int64_t half, const float* cs, float* x);
+};
+
 struct KernelTable {
   const char* name;  // "avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"
   int simd_floats;   // floats per vector register
@@ -313,6 +320,7 @@ struct KernelTable {
   SoftmaxKernels softmax;
   ConvertKernels convert;
   QuantKernels quant;
+  RopeKernels rope;
 };
 
 // Defined only where the build compiles the ISA; src/runtime/dispatch.cpp decides which exist.
@@ -329,5 +337,8 @@ const Bf16DotKernels& neon64_bf16_dot_kernels();
 // The integer dot kernels of the quantized types on AVX512-VNNI (vpdpbusd), added to the avx512
 // table where the CPU has the feature.
 const QuantKernels& avx512_vnni_quant_kernels();
+// The quantized types with FEAT_I8MM's smmla dot kernels, put in the neon64_v82 table where the
+// CPU has the feature.
+const QuantKernels& neon64_i8mm_quant_kernels();
 
 }  // namespace tessera::arch

@@ -43,7 +43,7 @@ for p in "${presets[@]}"; do
   # The NEON micro-kernels' k loops, read from the disassembly: no vector register spilled in
   # a packed or wide kernel (scripts/check_neon_loops.sh).
   case "$p" in
-    aarch64) for table in neon64 neon64_v82 neon64_bf16; do
+    aarch64) for table in neon64 neon64_v82 neon64_bf16 neon64_i8mm; do
         bash scripts/check_neon_loops.sh aarch64-linux-gnu-objdump \
           build/aarch64/CMakeFiles/tessera_objects.dir/arch/arm/$table.cpp.o --quiet
       done ;;

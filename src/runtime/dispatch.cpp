@@ -52,6 +52,7 @@ const arch::KernelTable& neon64_v82_here() {
   static const arch::KernelTable table = [] {
     arch::KernelTable t = arch::neon64_v82_table();
     if (hardware().has(Feature::bf16)) t.bf16dot = arch::neon64_bf16_dot_kernels();
+    if (hardware().has(Feature::i8mm)) t.quant = arch::neon64_i8mm_quant_kernels();
     return t;
   }();
   return table;
