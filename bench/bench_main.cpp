@@ -116,6 +116,7 @@ void register_kv_blocks();
 void register_mha();
 void register_additive();
 void register_mha_layer();
+void register_lm_layer();
 void register_gemm_ex();
 
 // The CPU's name as the kernel reports it (x86 "model name"; ARM "CPU part" and implementer).
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
   bench::register_mha();
   bench::register_additive();
   bench::register_mha_layer();
+  bench::register_lm_layer();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   // Two instances of OpenBLAS / BLIS (peers.cpp) each register exit-time teardown of their

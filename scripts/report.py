@@ -282,7 +282,8 @@ def table(ctx, rows):
 
 
 # Counters of the alternated rows (two ways timed in one process): the numbers to quote.
-PAIR_KEYS = ("ratio", "speedup", "layer_over_direct", "oneshot_over_layer", "new/old")
+PAIR_KEYS = ("ratio", "speedup", "layer_over_direct", "oneshot_over_layer", "new/old",
+             "rope_over_none")
 
 
 def pair_table(rows):

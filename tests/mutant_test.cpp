@@ -105,6 +105,25 @@ struct QuantMutants {
   }
 };
 
+// The rotary kernels: the last cosine of the table, or the last rotated value of the last head,
+// 2^-10 off.
+struct RopeMutants {
+  static inline void (*angles)(int64_t, const double*, double, float*) = nullptr;
+  static inline void (*rotate)(int64_t, int64_t, int64_t, const float*, float*) = nullptr;
+  static void angles_last(int64_t half, const double* f, double pos, float* cs) {
+    angles(half, f, pos, cs);
+    if (half > 0)
+      cs[half - 1] = nudge(cs[half - 1], 0x1p-10f) + (cs[half - 1] == 0.0f ? 1.0f : 0.0f);
+  }
+  static void rotate_last(int64_t heads, int64_t ld, int64_t half, const float* cs, float* x) {
+    rotate(heads, ld, half, cs, x);
+    if (heads > 0 && half > 0) {
+      float& y = x[(heads - 1) * ld + 2 * half - 1];
+      y = nudge(y, 0x1p-10f) + (y == 0.0f ? 1.0f : 0.0f);
+    }
+  }
+};
+
 // ---- mutants of the registered kernels --------------------------------------------------------
 
 // The row with its kernel replaced by the mutant of its family, and what the mutant does.
@@ -205,6 +224,19 @@ RowMutant mutate(const KernelRow& real) {
           reinterpret_cast<void (*)(int64_t, int64_t, const float*, int64_t, int8_t*, float*)>(f);
       r.fn = reinterpret_cast<const void*>(&QuantMutants::rows_last);
       m.defect = "perturbs the last row's last scale";
+      break;
+    case KernelFamily::rope_angles_neox:
+    case KernelFamily::rope_angles_gptj:
+      RopeMutants::angles = reinterpret_cast<void (*)(int64_t, const double*, double, float*)>(f);
+      r.fn = reinterpret_cast<const void*>(&RopeMutants::angles_last);
+      m.defect = "a cosine 2^-10 off";
+      break;
+    case KernelFamily::rope_rotate_neox:
+    case KernelFamily::rope_rotate_gptj:
+      RopeMutants::rotate =
+          reinterpret_cast<void (*)(int64_t, int64_t, int64_t, const float*, float*)>(f);
+      r.fn = reinterpret_cast<const void*>(&RopeMutants::rotate_last);
+      m.defect = "the last value 2^-10 off";
       break;
     case KernelFamily::count:
       m.defect = nullptr;  // no mutant

@@ -13,6 +13,8 @@ void registered_kernel(const tessera::detail::KernelRow& row);
 void convert_kernel(const tessera::detail::KernelRow& row);
 // The block types' kernels (quant_kernels_test.cpp).
 void quant_kernel(const tessera::detail::KernelRow& row);
+// The rotary embedding's kernels (rope_test.cpp).
+void rope_kernel(const tessera::detail::KernelRow& row);
 
 // A table's exp, exp_nonpositive, exp_shifted and tanh at every length to past four vectors and
 // every offset, each element within its ULP bound (transcendental_test.cpp).

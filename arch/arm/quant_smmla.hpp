@@ -61,7 +61,8 @@ void quant_dot_smmla(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
         const int8_t* q0 = q.qs + r0 * q.ld + (b0 + b) * kQBlock;
         const int8_t* q1 = q.qs + r1 * q.ld + (b0 + b) * kQBlock;
         for (int g = 0; g < 4; ++g)
-          qp[p][b][g] = vcombine_s8(vld1_s8(q0 + 8 * g), r1 < R ? vld1_s8(q1 + 8 * g) : vdup_n_s8(0));
+          qp[p][b][g] =
+              vcombine_s8(vld1_s8(q0 + 8 * g), r1 < R ? vld1_s8(q1 + 8 * g) : vdup_n_s8(0));
         const float d0 = q.d[r0 * q.blocks + b0 + b];
         const float d1 = r1 < R ? q.d[r1 * q.blocks + b0 + b] : 0.0f;
         dq[p][b] = vcombine_f32(vdup_n_f32(d0), vdup_n_f32(d1));

@@ -21,6 +21,7 @@
 #include "gemm_ukernel.hpp"
 #include "peak.hpp"
 #include "quant.hpp"
+#include "rope.hpp"
 #include "softmax.hpp"
 
 namespace tessera::arch {
@@ -161,6 +162,7 @@ KernelTable make_table(const char* name) {
   sm.exp_sum = &exp_sum<Arch>;
   sm.affine = &affine<Arch>;
   t.convert = make_convert_kernels();  // an ISA with f16 lanes passes them (its own file)
+  t.rope = make_rope_kernels<Arch>();
   return t;
 }
 

@@ -16,5 +16,10 @@ TESSERA_API Status attention(const AttentionDesc& desc, const float* q, const vo
 // y rows = H x rows blockwise (tessera_hadamard): the rotation desc.hadamard expects of K.
 TESSERA_API Status hadamard(int64_t rows, int64_t dim, int64_t n, const float* x, int64_t ldx,
                             float* y, int64_t ldy);
+// Rotary embeddings in place (tessera_rope).
+using RopeDesc = tessera_rope_desc;
+TESSERA_API Status rope(const RopeDesc& rope, int64_t batch, int64_t heads, int64_t seq,
+                        int64_t head_dim, const int64_t stride[3], const int64_t* positions,
+                        int64_t start, float* x);
 
 }  // namespace tessera

@@ -38,6 +38,9 @@ TESSERA_API size_t storage_bytes(tessera_dtype t, int64_t n);
 // 1/sqrt(n)); y may be x.
 TESSERA_API void hadamard(int64_t rows, int64_t dim, int64_t n, const float* x, int64_t ldx,
                           float* y, int64_t ldy);
+// tessera_rope's rotation of one head's row at position pos, in double (angles, cosines and the
+// rotation), rounded to float once.
+TESSERA_API void rope_row(const tessera_rope_desc& rope, int64_t head_dim, double pos, float* x);
 
 // C = f16(alpha op(A) op(B) + beta C) with A, B and C f16 (bits in uint16_t): exact products
 // summed in double, rounded to f16 (through float32) once. tessera_hgemm's specification; the

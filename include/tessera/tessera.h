@@ -316,6 +316,33 @@ TESSERA_API tessera_status tessera_attention(const tessera_attention_desc* desc,
 TESSERA_API tessera_status tessera_hadamard(int64_t rows, int64_t dim, int64_t n, const float* x,
                                             int64_t ldx, float* y, int64_t ldy);
 
+/* ---- rotary position embeddings ------------------------------------------------------------ */
+
+/* Rotary position embeddings (RoPE): pair m of a head's first rot_dim values, (a, b), becomes
+ *   (a cos t - b sin t, a sin t + b cos t),  t = pos * position_scale * theta^(-2m / rot_dim),
+ * m < rot_dim / 2; values past rot_dim are left as they are (partial rotary). NEOX pairs value m
+ * with m + rot_dim / 2 (GPT-NeoX, Llama, Qwen); GPTJ pairs 2m with 2m + 1 (GPT-J). The angles
+ * are computed in double and their cosine and sine rounded to float32 once per position (for
+ * every head); the rotation is float32 (each output within 3 ulps of |a| + |b| of the exact
+ * rotation of the stored a and b). */
+typedef enum tessera_rope_style {
+  TESSERA_ROPE_NONE = 0,
+  TESSERA_ROPE_NEOX = 1,
+  TESSERA_ROPE_GPTJ = 2
+} tessera_rope_style;
+typedef struct tessera_rope_desc {
+  tessera_rope_style style;
+  int64_t rot_dim;      /* even, <= head_dim; 0 means head_dim */
+  float theta;          /* the frequency base; 0 means 10000 */
+  float position_scale; /* linear position scaling (1 / factor); 0 means 1 */
+} tessera_rope_desc;
+/* x[b, h, i, :] rotated in place at position positions[b * seq + i], or start + i when
+ * positions is NULL; stride (in floats) for (batch, head, seq), the head_dim values contiguous.
+ * Positions are >= 0 and below 2^53. */
+TESSERA_API tessera_status tessera_rope(const tessera_rope_desc* rope, int64_t batch, int64_t heads,
+                                        int64_t seq, int64_t head_dim, const int64_t stride[3],
+                                        const int64_t* positions, int64_t start, float* x);
+
 /* ---- additive (Bahdanau) attention ---------------------------------------------------------- */
 
 /* e_j = v . tanh(s W_dec + h_j W_enc), alpha = softmax(e), context = sum_j alpha_j h_j.
@@ -400,6 +427,13 @@ typedef struct tessera_mha_desc {
    * or the attention, so a cache holds rotated rows; the output is the unrotated layer's. */
   int64_t hadamard;
   int hadamard_v;
+  /* Rotary embeddings (rope.style != TESSERA_ROPE_NONE) of the projected queries and new keys,
+   * applied before the keys enter the cache (which holds rotated keys) and before hadamard.
+   * Self-attention over the new tokens: q_len == kv_len, query i and new key i at the position
+   * rope_positions[b * kv_len + i] (in [0, 2^53)), or cache_len + i when rope_positions is NULL
+   * (i without a cache). */
+  tessera_rope_desc rope;
+  const int64_t* rope_positions;
 } tessera_mha_desc;
 
 /* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,

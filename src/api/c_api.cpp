@@ -191,6 +191,15 @@ tessera_status tessera_hadamard(int64_t rows, int64_t dim, int64_t n, const floa
   return guarded([&] { return tessera::hadamard(rows, dim, n, x, ldx, y, ldy); });
 }
 
+tessera_status tessera_rope(const tessera_rope_desc* rope, int64_t batch, int64_t heads,
+                            int64_t seq, int64_t head_dim, const int64_t stride[3],
+                            const int64_t* positions, int64_t start, float* x) {
+  if (rope == nullptr) return to_c(tessera::detail::fail(Status::invalid_argument, "rope is NULL"));
+  return guarded([&] {
+    return tessera::rope(*rope, batch, heads, seq, head_dim, stride, positions, start, x);
+  });
+}
+
 tessera_status tessera_additive_attention(int64_t enc_len, int64_t enc_dim, int64_t dec_dim,
                                           int64_t attn_dim, const float* enc, const float* dec,
                                           const float* w_enc, const float* w_dec, const float* v,

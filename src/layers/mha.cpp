@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "attention/hadamard.hpp"
+#include "attention/rope.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/scratch.hpp"
 #include "runtime/threading.hpp"
@@ -99,6 +100,14 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
     s = linear(B * Lkv, d.kv_in_dim, Hk * D, x_k, d.kv_in_dim, w.k, w.b_k, kp, Hk * D);
   if (s == Status::ok)
     s = linear(B * Lkv, d.kv_in_dim, Hk * Dv, x_v, d.kv_in_dim, w.v, w.b_v, vp, Hk * Dv);
+  // Rotary embeddings: a token's query and key heads turned at its position (q_len == kv_len).
+  if (s == Status::ok && d.rope.style != TESSERA_ROPE_NONE)
+    for (int64_t b = 0; b < B; ++b) {
+      const RopePositions pos{d.rope_positions ? d.rope_positions + b * Lkv : nullptr,
+                              d.k_cache ? d.cache_len : 0, Lkv};
+      rope_tokens(d.rope, D, Lkv, pos, {qp + b * Lq * Hq * D, Hq, Hq * D, D},
+                  {kp + b * Lkv * Hk * D, Hk, Hk * D, D});
+    }
   // Rotated keys (and values): each head's row rotated before the cache or the attention.
   if (s == Status::ok && d.hadamard) hadamard_rows(B * Lkv * Hk, D, d.hadamard, kp, D, kp, D);
   if (s == Status::ok && d.hadamard_v) hadamard_rows(B * Lkv * Hk, Dv, d.hadamard, vp, Dv, vp, Dv);

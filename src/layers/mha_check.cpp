@@ -2,6 +2,7 @@
 #include "layers/mha_check.hpp"
 
 #include "attention/attention_check.hpp"
+#include "attention/rope.hpp"
 #include "runtime/dispatch.hpp"
 
 namespace tessera::detail {
@@ -67,6 +68,28 @@ Status check_layer_fields(const MhaDesc& d) {
                 "desc->q_heads = %lld is not a multiple of kv_heads = %lld", (long long)d.q_heads,
                 (long long)d.kv_heads);
   return check_dtype("desc->weight_type", DType(d.weight_type));
+}
+
+// Rotary embeddings: the queries are the new tokens, each at a position below 2^53.
+Status check_mha_rope(const MhaDesc& d) {
+  TESSERA_CHECK(check_rope("desc->", d.rope, d.head_dim));
+  if (d.rope.style == TESSERA_ROPE_NONE) return Status::ok;
+  if (d.q_len != d.kv_len)
+    return fail(Status::invalid_argument,
+                "desc->q_len = %lld must equal kv_len = %lld with rope (the new tokens' positions)",
+                (long long)d.q_len, (long long)d.kv_len);
+  constexpr int64_t kLimit = int64_t(1) << 53;
+  const int64_t first = d.k_cache ? d.cache_len : 0;
+  if (d.rope_positions == nullptr && d.kv_len > kLimit - first)
+    return fail(Status::invalid_argument, "desc->cache_len = %lld: positions past 2^53",
+                (long long)d.cache_len);
+  if (d.rope_positions)
+    for (int64_t t = 0; t < d.batch * d.kv_len; ++t)
+      if (d.rope_positions[t] < 0 || d.rope_positions[t] >= kLimit)
+        return fail(Status::invalid_argument,
+                    "desc->rope_positions[%lld] = %lld must be in [0, 2^53)", (long long)t,
+                    (long long)d.rope_positions[t]);
+  return Status::ok;
 }
 
 }  // namespace
@@ -136,6 +159,7 @@ Status check_mha(const MhaDesc& d, bool weights, MhaCounts& c) {
                   (long long)d.cache_capacity, (long long)d.cache_len, (long long)d.kv_len);
   }
   TESSERA_CHECK(counts_of(d, c));
+  TESSERA_CHECK(check_mha_rope(d));
   // The options, as the attention beneath checks them (names are the attention desc's fields,
   // which are this desc's): before anything is written.
   const tessera_attention_desc a = mha_attention_desc(d);
@@ -166,7 +190,9 @@ Status check_mha_aliasing(const MhaDesc& d, const MhaCounts& c, const float* x_q
       region("desc->kv_lens", d.kv_lens, d.kv_lens ? d.batch : 0, 4),
       region("desc->bias", d.bias, c.bias, 4),
       region("desc->mask", d.mask, c.mask, 1),
-      region("desc->alibi_slopes", d.alibi_slopes, d.alibi_slopes ? d.q_heads : 0, 4)};
+      region("desc->alibi_slopes", d.alibi_slopes, d.alibi_slopes ? d.q_heads : 0, 4),
+      region("desc->rope_positions", d.rope_positions,
+             d.rope_positions && d.rope.style != TESSERA_ROPE_NONE ? d.batch * d.kv_len : 0, 8)};
   const Region outputs[] = {
       region("out", out, c.out, 4), region("desc->lse", d.lse, c.lse, 4),
       region("desc->k_cache", d.k_cache, storage_bytes(cache_type(d), c.cache_k), 1),

@@ -24,6 +24,20 @@ std::vector<float> project(int64_t rows, int64_t in, int64_t out, const float* x
   return y;
 }
 
+// The rotary embedding of each new token's query and key heads at its position.
+void rope_new_tokens(const tessera_mha_desc& d, std::vector<float>& qp, std::vector<float>& kp) {
+  const int64_t D = d.head_dim, Hq = d.q_heads, Hk = d.kv_heads, Lkv = d.kv_len;
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t t = 0; t < Lkv; ++t) {
+      const int64_t first = d.k_cache ? d.cache_len : 0;
+      const double pos = double(d.rope_positions ? d.rope_positions[b * Lkv + t] : first + t);
+      for (int64_t h = 0; h < Hq; ++h)
+        rope_row(d.rope, D, pos, &qp[size_t(((b * Lkv + t) * Hq + h) * D)]);
+      for (int64_t h = 0; h < Hk; ++h)
+        rope_row(d.rope, D, pos, &kp[size_t(((b * Lkv + t) * Hk + h) * D)]);
+    }
+}
+
 }  // namespace
 
 void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, const float* x_v,
@@ -34,9 +48,11 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
   const tessera_dtype ct = d.cache_type;
   const int64_t total = cached ? d.cache_len + Lkv : Lkv;
 
-  const auto qp = project(B * Lq, d.q_in_dim, Hq * D, x_q, d.weight_type, d.w_q, d.b_q);
+  auto qp = project(B * Lq, d.q_in_dim, Hq * D, x_q, d.weight_type, d.w_q, d.b_q);
   auto kp = project(B * Lkv, d.kv_in_dim, Hk * D, x_k, d.weight_type, d.w_k, d.b_k);
   auto vp = project(B * Lkv, d.kv_in_dim, Hk * Dv, x_v, d.weight_type, d.w_v, d.b_v);
+  // Rotary embeddings of the queries and the new keys (q_len == kv_len: the same tokens).
+  if (d.rope.style != TESSERA_ROPE_NONE) rope_new_tokens(d, qp, kp);
   // Rotated keys (and values): each head's row rotated before it is stored or attended.
   if (d.hadamard) hadamard(B * Lkv * Hk, D, d.hadamard, kp.data(), D, kp.data(), D);
   if (d.hadamard_v) hadamard(B * Lkv * Hk, Dv, d.hadamard, vp.data(), Dv, vp.data(), Dv);

@@ -43,7 +43,11 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "quantize_q4_0",
                                         "dequantize_q8_0",
                                         "dequantize_q4_0",
-                                        "quantize_rows_q8_0"};
+                                        "quantize_rows_q8_0",
+                                        "rope_angles_neox",
+                                        "rope_angles_gptj",
+                                        "rope_rotate_neox",
+                                        "rope_rotate_gptj"};
 static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
 
 struct Adder {
@@ -199,6 +203,15 @@ struct Adder {
     conversion(KernelFamily::convert_bf16_f32, "f32_from_bf16",
                reinterpret_cast<const void*>(c.bf16_to_f32));
     quant();
+    const arch::RopeKernels& r = t.rope;
+    conversion(KernelFamily::rope_angles_neox, "rope_angles_neox",
+               reinterpret_cast<const void*>(r.angles[0]));
+    conversion(KernelFamily::rope_angles_gptj, "rope_angles_gptj",
+               reinterpret_cast<const void*>(r.angles[1]));
+    conversion(KernelFamily::rope_rotate_neox, "rope_rotate_neox",
+               reinterpret_cast<const void*>(r.rotate[0]));
+    conversion(KernelFamily::rope_rotate_gptj, "rope_rotate_gptj",
+               reinterpret_cast<const void*>(r.rotate[1]));
   }
 };
 

@@ -49,6 +49,10 @@ enum class KernelFamily : uint8_t {
   dequantize_q8_0,          // QuantKernels::dequantize[0]
   dequantize_q4_0,          // QuantKernels::dequantize[1]
   quantize_rows_q8_0,       // QuantKernels::quantize_rows: query rows to int8 and scales
+  rope_angles_neox,         // RopeKernels::angles[0]: a position's cosines and sines, halves
+  rope_angles_gptj,         // RopeKernels::angles[1]: the same, pairs interleaved
+  rope_rotate_neox,         // RopeKernels::rotate[0]: a token's heads turned, halves paired
+  rope_rotate_gptj,         // RopeKernels::rotate[1]: neighbours paired
   count
 };
 const char* family_name(KernelFamily f);
