@@ -1,9 +1,10 @@
 // The language-model options of the prepared layer against the same layer without them, in
-// one process, alternated: rotary embeddings (NEOX, the angles computed per token) on a prefill
-// of 512 tokens and on a decode step against a cache of 4096 rows. One prepared layer, the
+// one process, alternated: rotary embeddings (NEOX, the angles computed per token) and attention
+// sinks (a logit per head) on a prefill of 512 tokens and on a decode step against a cache of
+// 4096 rows. One prepared layer, the
 // option set per call, so both ways read the same weights and cache at the same addresses.
-// Each row first checks that both calls succeed; the counter to quote is rope_over_none (the
-// median of per-round ratios).
+// Each row first checks that both calls succeed; the counters to quote are rope_over_none and
+// sinks_over_none (the medians of per-round ratios).
 #include <string>
 #include <vector>
 
@@ -55,24 +56,29 @@ struct LmLayer {
   }
 };
 
-void register_rope_row(const LmShape& s, int threads) {
+// option: "rope" or "sinks", set on a copy of the layer's call.
+void register_option_row(const LmShape& s, int threads, const std::string& option) {
   const std::string name =
-      std::string("mha/rope-vs-none/") + (s.cache ? "decode" : "prefill") +
+      "mha/" + option + "-vs-none/" + (s.cache ? "decode" : "prefill") +
       "/model:" + std::to_string(s.model) + "/heads:" + std::to_string(s.heads) +
       "/kv_heads:" + std::to_string(s.kv_heads) +
       (s.cache ? "/cache:" + std::to_string(s.cache) : "") + "/tokens:" + std::to_string(s.q_len) +
       "/threads:" + std::to_string(threads);
   benchmark::RegisterBenchmark(
       name.c_str(),
-      [s, threads](benchmark::State& state) {
+      [s, threads, option](benchmark::State& state) {
         LmLayer p(s);
-        tessera::MhaDesc rope = p.d;
-        rope.rope.style = TESSERA_ROPE_NEOX;
-        if (!ok(state, p.setup) || !ok(state, p.run(p.d)) || !ok(state, p.run(rope))) return;
-        const Alternated t = alternate(state, threads, {[&] { p.run(p.d); }, [&] { p.run(rope); }});
-        state.counters["rope_over_none"] = t.over_first[1];
+        tessera::MhaDesc with = p.d;
+        const std::vector<float> sinks(size_t(s.heads), 0.5f);
+        if (option == "rope")
+          with.rope.style = TESSERA_ROPE_NEOX;
+        else
+          with.sinks = sinks.data();
+        if (!ok(state, p.setup) || !ok(state, p.run(p.d)) || !ok(state, p.run(with))) return;
+        const Alternated t = alternate(state, threads, {[&] { p.run(p.d); }, [&] { p.run(with); }});
+        state.counters[option + "_over_none"] = t.over_first[1];
         state.counters["none_us"] = t.seconds[0] * 1e6;
-        state.counters["rope_us"] = t.seconds[1] * 1e6;
+        state.counters[option + "_us"] = t.seconds[1] * 1e6;
       })
       ->Iterations(1)
       ->UseRealTime()
@@ -84,7 +90,8 @@ void register_rope_row(const LmShape& s, int threads) {
 void register_lm_layer() {
   const LmShape shapes[] = {{2048, 32, 8, 512, 0}, {2048, 32, 8, 1, 4096}, {512, 8, 2, 512, 0}};
   for (int threads : thread_counts())
-    for (const LmShape& s : shapes) register_rope_row(s, threads);
+    for (const char* option : {"rope", "sinks"})
+      for (const LmShape& s : shapes) register_option_row(s, threads, option);
 }
 
 }  // namespace bench

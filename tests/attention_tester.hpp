@@ -45,6 +45,7 @@ struct AttentionProblem {
   std::vector<uint8_t> mask;
   std::vector<int32_t> kv_lens;
   std::vector<float> slopes;
+  std::vector<float> sinks;
 };
 
 class AttentionTester {
@@ -113,6 +114,11 @@ class AttentionTester {
     alibi_ = true;
     return *this;
   }
+  // A sink logit per query head in [-2, 4] (the last head's -inf: none).
+  AttentionTester& with_sinks() {
+    sinks_ = true;
+    return *this;
+  }
 
   // Fills inputs (seeded), then returns the problem ready to run.
   AttentionProblem& build(uint32_t seed = 1) {
@@ -174,6 +180,11 @@ class AttentionTester {
       for (int64_t h = 0; h < d.q_heads; ++h) p_.slopes.push_back(std::pow(2.0f, -float(h + 1)));
       d.alibi_slopes = p_.slopes.data();
     }
+    if (sinks_) {
+      p_.sinks = tt::random_vec(size_t(d.q_heads), seed + 5, -2, 4);
+      if (d.q_heads > 1) p_.sinks.back() = -tt::kInf;
+      d.sinks = p_.sinks.data();
+    }
     return p_;
   }
 
@@ -223,5 +234,6 @@ class AttentionTester {
  private:
   AttentionProblem p_;
   bool bshd_ = false, lse_ = false, kv_lens_ = false, mask_ = false, alibi_ = false;
+  bool sinks_ = false;
   int bias_ = 0;
 };

@@ -298,6 +298,12 @@ typedef struct tessera_attention_desc {
    * rotated back (H is its own inverse). */
   int64_t hadamard;
   int hadamard_v;
+  /* Attention sinks (gpt-oss, StreamingLLM's learned sink): sinks[h] is a logit per query head
+   * (finite, or -inf for none), or NULL. It acts as one more key of every query of head h whose
+   * score is sinks[h] and whose value row is zero: it adds exp(sinks[h] - m) to the softmax's
+   * denominator, so that a head can put weight on "nothing". lse includes it; a query with no
+   * visible key gets zeros and lse = sinks[h]. */
+  const float* sinks;
 } tessera_attention_desc;
 
 /* Fills packed BHSD strides ([batch][head][seq][dim]), scale 0, window -1/-1, options off. */
@@ -434,6 +440,7 @@ typedef struct tessera_mha_desc {
    * (i without a cache). */
   tessera_rope_desc rope;
   const int64_t* rope_positions;
+  const float* sinks; /* [q_heads] sink logits, as tessera_attention_desc's, or NULL */
 } tessera_mha_desc;
 
 /* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,

@@ -65,6 +65,15 @@ Status spans_of(const tessera_attention_desc& d, Spans& s) {
   return Status::ok;
 }
 
+// One value per query head (if given): finite, or -inf where that is allowed (no sink).
+Status check_per_head(const char* name, const float* x, int64_t heads, bool minus_inf) {
+  for (int64_t h = 0; x && h < heads; ++h)
+    if (!std::isfinite(x[h]) && !(minus_inf && x[h] == -INFINITY))
+      return fail(Status::invalid_argument, "%s[%lld] = %g must be finite%s", name, (long long)h,
+                  double(x[h]), minus_inf ? " or -inf" : "");
+  return Status::ok;
+}
+
 Status check_attention(const tessera_attention_desc& d, const float* q, const void* k,
                        const void* v, const float* o, bool tensors) {
   TESSERA_CHECK(check_nonneg("desc->batch", d.batch));
@@ -126,13 +135,8 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const vo
                     d.kv_lens[b], (long long)d.kv_len);
     }
   }
-  if (d.alibi_slopes) {
-    for (int64_t h = 0; h < d.q_heads; ++h) {
-      if (!std::isfinite(d.alibi_slopes[h]))
-        return fail(Status::invalid_argument, "desc->alibi_slopes[%lld] = %g must be finite",
-                    (long long)h, d.alibi_slopes[h]);
-    }
-  }
+  TESSERA_CHECK(check_per_head("desc->alibi_slopes", d.alibi_slopes, d.q_heads, false));
+  TESSERA_CHECK(check_per_head("desc->sinks", d.sinks, d.q_heads, true));
   Spans s;
   TESSERA_CHECK(spans_of(d, s));
   if (!tensors) return Status::ok;
@@ -142,14 +146,14 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const vo
   TESSERA_CHECK(check_ptr("v", v, s.v > 0));
   TESSERA_CHECK(check_ptr("o", o, queries));
   const int64_t rows = queries ? d.batch : 0;
-  const Region inputs[] = {
-      region("q", q, s.q, 4),
-      region("k", k, storage_bytes(DType(d.k_type), s.k), 1),
-      region("v", v, storage_bytes(DType(d.v_type), s.v), 1),
-      region("desc->bias", d.bias, s.bias, 4),
-      region("desc->mask", d.mask, s.mask, 1),
-      region("desc->kv_lens", d.kv_lens, rows, sizeof(int32_t)),
-      region("desc->alibi_slopes", d.alibi_slopes, queries ? d.q_heads : 0, 4)};
+  const Region inputs[] = {region("q", q, s.q, 4),
+                           region("k", k, storage_bytes(DType(d.k_type), s.k), 1),
+                           region("v", v, storage_bytes(DType(d.v_type), s.v), 1),
+                           region("desc->bias", d.bias, s.bias, 4),
+                           region("desc->mask", d.mask, s.mask, 1),
+                           region("desc->kv_lens", d.kv_lens, rows, sizeof(int32_t)),
+                           region("desc->alibi_slopes", d.alibi_slopes, queries ? d.q_heads : 0, 4),
+                           region("desc->sinks", d.sinks, queries ? d.q_heads : 0, 4)};
   const Region lse = region("desc->lse", d.lse, s.lse, 4);
   const Region out = region("o", o, s.o, 4);
   for (const Region& in : inputs) TESSERA_CHECK(check_disjoint(out, {in, lse}));

@@ -147,15 +147,22 @@ void finish_rows(const Geometry& g, const arch::SoftmaxKernels& sk, int64_t b, i
     const int64_t h = hk * g.group + r / bq, i = i0 + r % bq;
     float* orow = o + b * d.o_stride[0] + h * d.o_stride[1] + i * d.o_stride[2];
     float* lse = d.lse ? d.lse + (b * d.q_heads + h) * d.q_len + i : nullptr;
-    const float l = st.l[r];
+    float l = st.l[r], m = st.m[r], f = 1.0f;
+    const float sink = d.sinks ? d.sinks[h] : -kInf;
     if (l > 0.0f || std::isnan(l)) {
-      sk.affine(Dv, st.o + r * Dv, 1.0f / l, 0.0f, orow);
+      // A sink: one more term of the denominator, exp(sink - m') with m' the larger maximum
+      // (the sum so far rescaled by f = exp(m - m')); none where +inf scores hold all the mass.
+      if (sink > -kInf && m < kInf) {
+        const float mm = std::max(m, sink);
+        f = std::exp(m - mm), l = l * f + std::exp(sink - mm), m = mm;
+      }
+      sk.affine(Dv, st.o + r * Dv, f / l, 0.0f, orow);
       // Rotated values: the output row rotated back (H is its own inverse).
       if (d.hadamard_v) hadamard_rows(1, Dv, d.hadamard, orow, Dv, orow, Dv);
-      if (lse) *lse = st.m[r] + std::log(l);
-    } else {
+      if (lse) *lse = m + std::log(l);
+    } else {  // no visible key: zeros, and lse the sink's alone
       for (int64_t c = 0; c < Dv; ++c) orow[c] = 0.0f;
-      if (lse) *lse = -kInf;
+      if (lse) *lse = sink;
     }
   }
 }

@@ -129,6 +129,7 @@ tessera_attention_desc mha_attention_desc(const MhaDesc& d) {
   a.alibi_slopes = d.alibi_slopes, a.softcap = d.softcap;
   a.lse = d.lse;
   a.hadamard = d.hadamard, a.hadamard_v = d.hadamard_v;
+  a.sinks = d.sinks;
   return a;
 }
 
@@ -191,6 +192,7 @@ Status check_mha_aliasing(const MhaDesc& d, const MhaCounts& c, const float* x_q
       region("desc->bias", d.bias, c.bias, 4),
       region("desc->mask", d.mask, c.mask, 1),
       region("desc->alibi_slopes", d.alibi_slopes, d.alibi_slopes ? d.q_heads : 0, 4),
+      region("desc->sinks", d.sinks, d.sinks ? d.q_heads : 0, 4),
       region("desc->rope_positions", d.rope_positions,
              d.rope_positions && d.rope.style != TESSERA_ROPE_NONE ? d.batch * d.kv_len : 0, 8)};
   const Region outputs[] = {

@@ -68,8 +68,11 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
           if (score > m) m = score;
         }
 
-        // Weights: exp(s - m); with a +inf score, the +inf keys share all the mass.
-        double sum = 0.0;
+        // Weights: exp(s - m); with a +inf score, the +inf keys share all the mass. A sink is one
+        // more term of the sum, of a zero value row.
+        const double sink = d.sinks ? double(d.sinks[h]) : -kInf;
+        if (m != kInf && sink > m) m = sink;
+        double sum = m != kInf && sink > -kInf ? std::exp(sink - m) : 0.0;
         for (int64_t c = 0; c < d.value_dim; ++c) acc[c] = 0.0;
         for (int64_t j = 0; j < d.kv_len; ++j) {
           if (!visible[j]) continue;

@@ -107,7 +107,7 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
   a.kv_lens = d.kv_lens, a.bias = d.bias, a.mask = d.mask;
   for (int i = 0; i < 4; ++i)
     a.bias_stride[i] = d.bias_stride[i], a.mask_stride[i] = d.mask_stride[i];
-  a.alibi_slopes = d.alibi_slopes, a.softcap = d.softcap, a.lse = d.lse;
+  a.alibi_slopes = d.alibi_slopes, a.softcap = d.softcap, a.lse = d.lse, a.sinks = d.sinks;
   a.k_type = a.v_type = TESSERA_F32;
   // The queries rotated as the keys were (then rounded for a block-type cache); the output rows
   // rotated back below.
