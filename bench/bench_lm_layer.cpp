@@ -1,10 +1,11 @@
 // The language-model options of the prepared layer against the same layer without them, in
 // one process, alternated: rotary embeddings (NEOX, the angles computed per token) and attention
 // sinks (a logit per head) on a prefill of 512 tokens and on a decode step against a cache of
-// 4096 rows. One prepared layer, the
+// 4096 rows; and that decode step on the same cache as a ring (wrapped: 4 pinned rows and the
+// latest 4092) against the plain cache of the same length. One prepared layer, the
 // option set per call, so both ways read the same weights and cache at the same addresses.
-// Each row first checks that both calls succeed; the counters to quote are rope_over_none and
-// sinks_over_none (the medians of per-round ratios).
+// Each row first checks that both calls succeed; the counters to quote are rope_over_none,
+// sinks_over_none and ring_over_none (the medians of per-round ratios).
 #include <string>
 #include <vector>
 
@@ -70,10 +71,14 @@ void register_option_row(const LmShape& s, int threads, const std::string& optio
         LmLayer p(s);
         tessera::MhaDesc with = p.d;
         const std::vector<float> sinks(size_t(s.heads), 0.5f);
-        if (option == "rope")
+        if (option == "rope") {
           with.rope.style = TESSERA_ROPE_NEOX;
-        else
+        } else if (option == "sinks") {
           with.sinks = sinks.data();
+        } else {  // ring: the same cache as a wrapped ring of the latest 4092 rows and 4 pinned
+          with.ring_keep = 4, with.ring_window = s.cache - 4;
+          with.cache_len = 3 * s.cache + 17;
+        }
         if (!ok(state, p.setup) || !ok(state, p.run(p.d)) || !ok(state, p.run(with))) return;
         const Alternated t = alternate(state, threads, {[&] { p.run(p.d); }, [&] { p.run(with); }});
         state.counters[option + "_over_none"] = t.over_first[1];
@@ -90,8 +95,9 @@ void register_option_row(const LmShape& s, int threads, const std::string& optio
 void register_lm_layer() {
   const LmShape shapes[] = {{2048, 32, 8, 512, 0}, {2048, 32, 8, 1, 4096}, {512, 8, 2, 512, 0}};
   for (int threads : thread_counts())
-    for (const char* option : {"rope", "sinks"})
-      for (const LmShape& s : shapes) register_option_row(s, threads, option);
+    for (const char* option : {"rope", "sinks", "ring"})
+      for (const LmShape& s : shapes)
+        if (s.cache || std::string(option) != "ring") register_option_row(s, threads, option);
 }
 
 }  // namespace bench

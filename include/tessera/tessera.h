@@ -441,6 +441,17 @@ typedef struct tessera_mha_desc {
   tessera_rope_desc rope;
   const int64_t* rope_positions;
   const float* sinks; /* [q_heads] sink logits, as tessera_attention_desc's, or NULL */
+  /* A ring cache for sliding-window layers (StreamingLLM): ring_window > 0 keeps the cache as
+   * ring_keep pinned rows (positions 0 .. ring_keep - 1) and a ring of R = cache_capacity -
+   * ring_keep >= ring_window rows, where position p >= ring_keep lives in row ring_keep +
+   * (p - ring_keep) % R. cache_len counts every token seen so far (it may pass the capacity:
+   * positions and rotary angles keep counting while the memory stays the capacity's). A query
+   * at position p sees key j <= p where j < ring_keep or j > p - ring_window: the layer's
+   * window; its other options must then be causal = 1, window -1/-1, no kv_lens, bias, mask or
+   * alibi_slopes. Each call appends kv_len = q_len new tokens, at most R - ring_window + 1 (so
+   * R = ring_window decodes one token a call; prefill a prompt in chunks, or give the ring
+   * chunk - 1 rows more). 0 (the default): a plain cache. */
+  int64_t ring_window, ring_keep;
 } tessera_mha_desc;
 
 /* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,

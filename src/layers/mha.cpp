@@ -6,6 +6,7 @@
 
 #include "attention/hadamard.hpp"
 #include "attention/rope.hpp"
+#include "layers/mha_ring.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/scratch.hpp"
 #include "runtime/threading.hpp"
@@ -41,13 +42,13 @@ Status linear(int64_t rows, int64_t in, int64_t cols, const float* x, int64_t ld
   return gemm_ex(nt, nt, rows, cols, in, 1.0f, DType::f32, x, ldx, w.type, w.w, cols, beta, c, ldc);
 }
 
-// The new rows into the cache, [b][hk][cache_len + t][dim] from kp and vp ([b][t][hk][dim]),
-// rounded to its type by the table's conversion kernels (tessera_convert's rounding, without a
-// checked call per row; a block type's row quantized block by block). new_rows(v_side, bh): the
-// first new row of (batch, kv head) bh.
-template <class NewRows>
+// The new rows into the cache, [b][hk][slot of cache_len + t][dim] from kp and vp
+// ([b][t][hk][dim]), rounded to its type by the table's conversion kernels (tessera_convert's
+// rounding, without a checked call per row; a block type's row quantized block by block).
+// new_row(v_side, bh, t): new row t of (batch, kv head) bh.
+template <class NewRow>
 void append_rows(const MhaDesc& d, DType ct, const float* kp, const float* vp,
-                 const NewRows& new_rows) {
+                 const NewRow& new_row) {
   const int64_t B = d.batch, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim, Hk = d.kv_heads;
   const arch::KernelTable& kt = active_table();
   const auto store = [&](const float* row, int64_t n, void* dst) {
@@ -63,8 +64,8 @@ void append_rows(const MhaDesc& d, DType ct, const float* kp, const float* vp,
     for (int64_t hk = 0; hk < Hk; ++hk)
       for (int64_t t = 0; t < Lkv; ++t) {
         const int64_t row = (b * Lkv + t) * Hk + hk;
-        store(kp + row * D, D, at(new_rows(false, b * Hk + hk), ct, t * D));
-        store(vp + row * Dv, Dv, at(new_rows(true, b * Hk + hk), ct, t * Dv));
+        store(kp + row * D, D, new_row(false, b * Hk + hk, t));
+        store(vp + row * Dv, Dv, new_row(true, b * Hk + hk, t));
       }
 }
 
@@ -89,6 +90,8 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
   float* lse = carve(sz.lse);
   void* save_k = carve(sz.save_k);
   void* save_v = carve(sz.save_v);
+  // cppcheck-suppress invalidPointerCast
+  auto* mask_rows = reinterpret_cast<uint8_t*>(carve(sz.ring_mask));
 
   const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim;
   const int64_t Hq = d.q_heads, Hk = d.kv_heads;
@@ -116,30 +119,35 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
   a.lse = d.lse ? lse : nullptr;  // copied to the caller's once nothing can fail
   const void *keys = kp, *values = vp;
   const int64_t cap = d.cache_capacity;
-  // The cache rows of (batch, kv head) bh this call writes, [cache_len, cache_len + kv_len),
-  // and a copy of them: put back if a later step fails, so that a failed call leaves the cache
-  // as it found it.
-  auto new_rows = [&](bool v_side, int64_t bh) {
-    const int64_t dim = v_side ? Dv : D;
-    return at(v_side ? d.v_cache : d.k_cache, ct, (bh * cap + d.cache_len) * dim);
+  // The cache rows of (batch, kv head) bh this call writes (positions [cache_len, cache_len +
+  // kv_len), in their slots: a ring's wrap), and a copy of them: put back if a later step
+  // fails, so that a failed call leaves the cache as it found it.
+  const bool ring = ring_on(d);
+  auto new_row = [&](bool v_side, int64_t bh, int64_t t) {
+    const int64_t dim = v_side ? Dv : D, p = d.cache_len + t;
+    return at(v_side ? d.v_cache : d.k_cache, ct, (bh * cap + (ring ? ring_slot(d, p) : p)) * dim);
   };
   auto copy_rows = [&](bool save) {
-    for (int64_t bh = 0; bh < B * Hk; ++bh) {
-      for (const bool v_side : {false, true}) {
-        const int64_t n = Lkv * (v_side ? Dv : D);
-        void* saved = at(v_side ? save_v : save_k, ct, bh * n);
-        const size_t bytes = size_t(storage_bytes(ct, n));
-        if (save)
-          std::memcpy(saved, new_rows(v_side, bh), bytes);
-        else
-          std::memcpy(new_rows(v_side, bh), saved, bytes);
-      }
-    }
+    for (int64_t bh = 0; bh < B * Hk; ++bh)
+      for (const bool v_side : {false, true})
+        for (int64_t t = 0; t < Lkv; ++t) {
+          const int64_t dim = v_side ? Dv : D;
+          void* saved = at(v_side ? save_v : save_k, ct, (bh * Lkv + t) * dim);
+          const size_t bytes = size_t(storage_bytes(ct, dim));
+          if (save)
+            std::memcpy(saved, new_row(v_side, bh, t), bytes);
+          else
+            std::memcpy(new_row(v_side, bh, t), saved, bytes);
+        }
   };
+  if (ring && sz.ring_mask > 0) {
+    ring_mask(d, mask_rows);
+    ring_attention(d, mask_rows, a);
+  }
   const bool saved = cached && s == Status::ok;
   if (saved) {
     copy_rows(true);
-    append_rows(d, ct, kp, vp, new_rows);
+    append_rows(d, ct, kp, vp, new_row);
     keys = d.k_cache;
     values = d.v_cache;
   }

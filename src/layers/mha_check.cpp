@@ -3,6 +3,7 @@
 
 #include "attention/attention_check.hpp"
 #include "attention/rope.hpp"
+#include "layers/mha_ring.hpp"
 #include "runtime/dispatch.hpp"
 
 namespace tessera::detail {
@@ -47,6 +48,11 @@ Status counts_of(const MhaDesc& d, MhaCounts& c) {
   if (d.k_cache) {  // the saved rows' bytes, in floats
     c.save_k = (storage_bytes(cache_type(d), c.kv_k) + 3) / 4;
     c.save_v = (storage_bytes(cache_type(d), c.kv_v) + 3) / 4;
+  }
+  if (ring_on(d)) {
+    int64_t bytes;
+    TESSERA_CHECK(checked_count("desc->cache_capacity", {d.q_len, d.cache_capacity}, bytes));
+    c.ring_mask = (ring_mask_bytes(d) + 3) / 4;
   }
   if (mha_workspace_bytes(c) == 0)
     return fail(Status::invalid_argument,
@@ -96,7 +102,7 @@ Status check_mha_rope(const MhaDesc& d) {
 
 size_t mha_workspace_bytes(const MhaCounts& c) {
   uint64_t total = kAlign;
-  for (int64_t floats : {c.q, c.kv_k, c.kv_v, c.o, c.lse, c.save_k, c.save_v})
+  for (int64_t floats : {c.q, c.kv_k, c.kv_v, c.o, c.lse, c.save_k, c.save_v, c.ring_mask})
     total += (uint64_t(floats) * 4 + kAlign - 1) / kAlign * kAlign;  // each < 2^63 / 4: no wrap
   return total <= SIZE_MAX ? size_t(total) : 0;
 }
@@ -130,6 +136,7 @@ tessera_attention_desc mha_attention_desc(const MhaDesc& d) {
   a.lse = d.lse;
   a.hadamard = d.hadamard, a.hadamard_v = d.hadamard_v;
   a.sinks = d.sinks;
+  if (ring_on(d)) ring_attention(d, nullptr, a);  // (the call's mask is set where it is built)
   return a;
 }
 
@@ -151,10 +158,11 @@ Status check_mha(const MhaDesc& d, bool weights, MhaCounts& c) {
     return fail(Status::invalid_argument, "%s is NULL but %s is set (both or neither)",
                 d.k_cache ? "desc->v_cache" : "desc->k_cache",
                 d.k_cache ? "desc->k_cache" : "desc->v_cache");
+  TESSERA_CHECK(check_mha_ring(d));
   if (d.k_cache) {
     TESSERA_CHECK(check_nonneg("desc->cache_len", d.cache_len));
     int64_t needed;
-    if (!add_ok(d.cache_len, d.kv_len, needed) || d.cache_capacity < needed)
+    if (!add_ok(d.cache_len, d.kv_len, needed) || (!ring_on(d) && d.cache_capacity < needed))
       return fail(Status::invalid_argument,
                   "desc->cache_capacity = %lld cannot hold cache_len = %lld + kv_len = %lld",
                   (long long)d.cache_capacity, (long long)d.cache_len, (long long)d.kv_len);
