@@ -68,8 +68,8 @@ TEST(Memory, RingCacheDecodeStaysFlatOver20000Steps) {
     if (p == 1999) after_2000 = peak_kb();
   }
   const long grown = peak_kb() - after_2000;
-  std::printf("ring decode: peak RSS %ld KB after 2,000 steps, +%ld KB after 20,000\n",
-              after_2000, grown);
+  std::printf("ring decode: peak RSS %ld KB after 2,000 steps, +%ld KB after 20,000\n", after_2000,
+              grown);
   EXPECT_LT(grown, 256);
 }
 

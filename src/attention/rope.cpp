@@ -30,7 +30,7 @@ Status check_rope(const char* prefix, const tessera_rope_desc& r, int64_t head_d
   if (rot < 2 || rot % 2 != 0 || rot > head_dim || rot > 2 * kMaxHalf)
     return fail(Status::invalid_argument,
                 "%srope.rot_dim = %lld must be 0 or even, in [2, head_dim = %lld] and <= %lld",
-                prefix, (long long)r.rot_dim, (long long)head_dim, (long long)(2 * kMaxHalf));
+                prefix, (long long)r.rot_dim, (long long)head_dim, 2LL * kMaxHalf);
   if (!(std::isfinite(r.theta) && r.theta >= 0.0f) || (r.theta != 0.0f && r.theta <= 1.0f))
     return fail(Status::invalid_argument, "%srope.theta = %g must be 0 or finite and > 1", prefix,
                 double(r.theta));
