@@ -6,6 +6,7 @@
 #include <tbb/parallel_for.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "runtime/check.hpp"
 #include "runtime/dispatch.hpp"
@@ -20,11 +21,16 @@ constexpr int64_t kTokensPerTask = 16;
 }  // namespace
 
 Status check_rope(const char* prefix, const tessera_rope_desc& r, int64_t head_dim) {
-  if (r.style != TESSERA_ROPE_NONE && r.style != TESSERA_ROPE_NEOX && r.style != TESSERA_ROPE_GPTJ)
+  // Read as the int a C caller may have stored: an enum lvalue outside the enumerators' range
+  // is undefined behaviour in C++.
+  static_assert(sizeof(r.style) == sizeof(int), "a C enum is an int here");
+  int style;
+  std::memcpy(&style, &r.style, sizeof style);
+  if (style != TESSERA_ROPE_NONE && style != TESSERA_ROPE_NEOX && style != TESSERA_ROPE_GPTJ)
     return fail(
         Status::invalid_argument,
         "%srope.style = %d is not TESSERA_ROPE_NONE, TESSERA_ROPE_NEOX or TESSERA_ROPE_GPTJ",
-        prefix, int(r.style));
+        prefix, style);
   if (r.style == TESSERA_ROPE_NONE) return Status::ok;  // the other fields are not read
   const int64_t rot = r.rot_dim ? r.rot_dim : head_dim;
   if (rot < 2 || rot % 2 != 0 || rot > head_dim || rot > 2 * kMaxHalf)
