@@ -68,19 +68,12 @@ bool parse(int argc, char** argv, Config& c) {
   return argc % 2 == 1 && c.weights != TESSERA_Q8_0 && c.weights != TESSERA_Q4_0;
 }
 
-size_t type_bytes(tessera_dtype t, int64_t n) {
-  return t == TESSERA_F32    ? size_t(n) * 4
-         : t == TESSERA_Q8_0 ? size_t(n) / 32 * 34
-         : t == TESSERA_Q4_0 ? size_t(n) / 32 * 18
-                             : size_t(n) * 2;
-}
-
 // n random weights of type t in [-s, s] (float32 rounded by tessera_convert).
 std::vector<char> random_weights(int64_t n, float s, tessera_dtype t, uint32_t seed) {
   std::vector<float> f(static_cast<size_t>(n));
   uint32_t x = seed * 2654435761u + 1;
   for (auto& v : f) x = x * 1664525u + 1013904223u, v = s * (float(x >> 8) / 8388608.0f - 1.0f);
-  std::vector<char> out(type_bytes(t, n));
+  std::vector<char> out(tessera_dtype_size(t, n));
   if (t == TESSERA_F32)
     std::memcpy(out.data(), f.data(), out.size());
   else if (tessera_convert(TESSERA_F32, t, n, f.data(), out.data()) != TESSERA_OK)
@@ -156,7 +149,7 @@ int main(int argc, char** argv) {
     b.w_up = random_weights(M * c.mlp, s, c.weights, seed + 6);
     b.w_down = random_weights(c.mlp * M, s_down, c.weights, seed + 7);
     weight_bytes += b.w_gate.size() + b.w_up.size() + b.w_down.size();
-    b.k_cache.assign(type_bytes(c.cache, c.kv_heads * cap * hd), 0);
+    b.k_cache.assign(tessera_dtype_size(c.cache, c.kv_heads * cap * hd), 0);
     b.v_cache.assign(b.k_cache.size(), 0);
     cache_bytes += 2 * b.k_cache.size();
     b.norm1.assign(size_t(M), 1.0f), b.norm2.assign(size_t(M), 1.0f);
@@ -166,15 +159,17 @@ int main(int argc, char** argv) {
   // One pass of n tokens through every block (the caches at `pos`); x in place.
   std::vector<float> x(size_t(c.prompt * M)), xn(x.size()), attn(x.size());
   std::vector<float> gate(size_t(c.prompt * c.mlp)), up(gate.size());
-  std::vector<char> ws;
+  // One workspace for every call: the prompt's (every layer has the same shape) is the largest.
+  size_t ws_bytes = 0;
+  d.k_cache = blocks[0].k_cache.data(), d.v_cache = blocks[0].v_cache.data(),
+  d.cache_capacity = cap;
+  CHECK(tessera_mha_layer_workspace_size(blocks[0].attn, &d, &ws_bytes));
+  std::vector<char> ws(ws_bytes);
   const auto pass = [&](int64_t n, int64_t pos) -> int {
     d.q_len = d.kv_len = n, d.cache_len = pos, d.cache_capacity = cap;
     for (Block& b : blocks) {
       rms_norm(n, M, x.data(), b.norm1, xn.data());
       d.k_cache = b.k_cache.data(), d.v_cache = b.v_cache.data();
-      size_t bytes = 0;
-      CHECK(tessera_mha_layer_workspace_size(b.attn, &d, &bytes));
-      if (ws.size() < bytes) ws.resize(bytes);
       CHECK(tessera_mha_layer_forward(b.attn, &d, xn.data(), xn.data(), xn.data(), attn.data(),
                                       ws.data(), ws.size()));
       for (int64_t i = 0; i < n * M; ++i) x[size_t(i)] += attn[size_t(i)];
