@@ -117,6 +117,7 @@ void register_mha();
 void register_additive();
 void register_mha_layer();
 void register_lm_layer();
+void register_paged();
 void register_gemm_ex();
 
 // The CPU's name as the kernel reports it (x86 "model name"; ARM "CPU part" and implementer).
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
   bench::register_additive();
   bench::register_mha_layer();
   bench::register_lm_layer();
+  bench::register_paged();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   // Two instances of OpenBLAS / BLIS (peers.cpp) each register exit-time teardown of their

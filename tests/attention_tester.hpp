@@ -2,6 +2,8 @@
 // runs it through the public API and through the reference, and returns both.
 #pragma once
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 #include "tessera/attention.hpp"
@@ -46,6 +48,7 @@ struct AttentionProblem {
   std::vector<int32_t> kv_lens;
   std::vector<float> slopes;
   std::vector<float> sinks;
+  std::vector<int32_t> table;  // paged: the block table
 };
 
 class AttentionTester {
@@ -120,6 +123,14 @@ class AttentionTester {
     return *this;
   }
 
+  // K and V in pools of pages of `page` rows, through a block table: each batch's pages in a
+  // shuffled order among spare pages of NaN (a block type's: of 1e4), the table's entries past
+  // a batch's valid keys -1; none of them may be read.
+  AttentionTester& paged(int64_t page) {
+    page_ = page;
+    return *this;
+  }
+
   // Fills inputs (seeded), then returns the problem ready to run.
   AttentionProblem& build(uint32_t seed = 1) {
     auto& d = p_.d;
@@ -133,8 +144,11 @@ class AttentionTester {
       set(d.o_stride, d.q_heads, d.q_len, d.value_dim);
     }
     p_.q = tt::random_vec(size_t(d.batch * d.q_heads * d.q_len * d.head_dim), seed, -2, 2);
-    p_.k = tt::random_vec(size_t(d.batch * d.kv_heads * d.kv_len * d.head_dim), seed + 1, -2, 2);
-    p_.v = tt::random_vec(size_t(d.batch * d.kv_heads * d.kv_len * d.value_dim), seed + 2);
+    // K/V rows: batch x kv_len, or paged: the pool's num_pages x page
+    const int64_t kv_rows = page_ ? pool_pages() * page_ : d.batch * d.kv_len;
+    p_.k = tt::random_vec(size_t(kv_rows * d.kv_heads * d.head_dim), seed + 1, -2, 2);
+    p_.v = tt::random_vec(size_t(kv_rows * d.kv_heads * d.value_dim), seed + 2);
+    if (page_) page_pool(seed);
     auto narrow = [](tessera_dtype t, const std::vector<float>& x, std::vector<uint16_t>& h,
                      std::vector<uint8_t>& bq) {
       h.clear();
@@ -160,6 +174,9 @@ class AttentionTester {
     if (kv_lens_) {
       for (int64_t b = 0; b < d.batch; ++b) p_.kv_lens.push_back(int32_t(gen() % (d.kv_len + 1)));
       d.kv_lens = p_.kv_lens.data();
+      for (int64_t b = 0; page_ && b < d.batch; ++b)  // entries past the valid keys' pages
+        for (int64_t i = (p_.kv_lens[size_t(b)] + page_ - 1) / page_; i < d.block_table_stride; ++i)
+          p_.table[size_t(b * d.block_table_stride + i)] = -1;
     }
     const int64_t qk = d.q_len * d.kv_len;
     if (bias_) {
@@ -232,7 +249,38 @@ class AttentionTester {
   }
 
  private:
+  int64_t pool_pages() const { return p_.d.batch * ((p_.d.kv_len + page_ - 1) / page_) + 2; }
+  // The pool's layout, a shuffled block table, and the spare pages poisoned.
+  void page_pool(uint32_t seed) {
+    auto& d = p_.d;
+    const int64_t pages = pool_pages(), per_batch = (d.kv_len + page_ - 1) / page_;
+    auto set = [&](int64_t* st, int64_t dim) {
+      if (bshd_)
+        st[0] = page_ * d.kv_heads * dim, st[1] = dim, st[2] = d.kv_heads * dim;
+      else
+        st[0] = d.kv_heads * page_ * dim, st[1] = page_ * dim, st[2] = dim;
+    };
+    set(d.k_stride, d.head_dim);
+    set(d.v_stride, d.value_dim);
+    std::vector<int32_t> order(static_cast<size_t>(pages));
+    for (int64_t i = 0; i < pages; ++i) order[size_t(i)] = int32_t(i);
+    std::shuffle(order.begin(), order.end(), std::mt19937(seed + 6));
+    p_.table.assign(order.begin(), order.begin() + d.batch * per_batch);
+    const float poison =
+        AttentionProblem::block(d.k_type) || AttentionProblem::block(d.v_type) ? 1e4f : tt::kNaN;
+    for (size_t s = size_t(d.batch * per_batch); s < order.size(); ++s) {
+      const int64_t pk = d.kv_heads * page_ * d.head_dim, pv = d.kv_heads * page_ * d.value_dim;
+      std::fill_n(p_.k.begin() + order[s] * pk, pk, poison);
+      std::fill_n(p_.v.begin() + order[s] * pv, pv, poison);
+    }
+    d.block_table = p_.table.data();
+    d.block_table_stride = per_batch;
+    d.page_size = page_;
+    d.num_pages = pages;
+  }
+
   AttentionProblem p_;
+  int64_t page_ = 0;
   bool bshd_ = false, lse_ = false, kv_lens_ = false, mask_ = false, alibi_ = false;
   bool sinks_ = false;
   int bias_ = 0;

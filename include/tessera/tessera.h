@@ -304,6 +304,16 @@ typedef struct tessera_attention_desc {
    * denominator, so that a head can put weight on "nothing". lse includes it; a query with no
    * visible key gets zeros and lse = sinks[h]. */
   const float* sinks;
+  /* Paged K/V (a block table, as vLLM's PagedAttention): block_table = NULL reads k and v as
+   * above. Otherwise k and v are pools of num_pages pages of page_size rows (a multiple of 16),
+   * their strides {between pages, between heads, between rows of a page}, and key j of batch b
+   * is row j % page_size of page block_table[b * block_table_stride + j / page_size].
+   * block_table_stride >= ceil(kv_len / page_size); a batch's first ceil(kv_lens[b] /
+   * page_size) entries (kv_len without kv_lens) are pages in [0, num_pages), and only those are
+   * read. Batches may share pages (a common prompt). The results are the contiguous call's on
+   * the gathered rows; bitwise so when page_size is a multiple of 256 (the tile). */
+  const int32_t* block_table;
+  int64_t block_table_stride, page_size, num_pages;
 } tessera_attention_desc;
 
 /* Fills packed BHSD strides ([batch][head][seq][dim]), scale 0, window -1/-1, options off. */

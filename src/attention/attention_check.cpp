@@ -28,11 +28,46 @@ Status check_rotation(const tessera_attention_desc& d) {
   return Status::ok;
 }
 
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The block table's sizes, then each entry a batch reads (its valid keys' pages).
+Status check_pages(const tessera_attention_desc& d) {
+  if (!d.block_table) return Status::ok;
+  if (d.page_size < 16 || d.page_size % 16 != 0)
+    return fail(Status::invalid_argument,
+                "desc->page_size = %lld must be a positive multiple of 16", (long long)d.page_size);
+  TESSERA_CHECK(check_nonneg("desc->num_pages", d.num_pages));
+  if (d.num_pages > INT32_MAX)
+    return fail(Status::invalid_argument, "desc->num_pages = %lld must fit the int32 table",
+                (long long)d.num_pages);
+  if (d.block_table_stride < ceil_div(d.kv_len, d.page_size))
+    return fail(Status::invalid_argument,
+                "desc->block_table_stride = %lld is under ceil(kv_len / page_size) = %lld",
+                (long long)d.block_table_stride, (long long)ceil_div(d.kv_len, d.page_size));
+  return Status::ok;
+}
+
+Status check_table_entries(const tessera_attention_desc& d) {
+  for (int64_t b = 0; d.block_table && b < d.batch; ++b) {
+    const int64_t pages = ceil_div(d.kv_lens ? d.kv_lens[b] : d.kv_len, d.page_size);
+    for (int64_t i = 0; i < pages; ++i) {
+      const int64_t at = b * d.block_table_stride + i;
+      const int32_t e = d.block_table[at];
+      if (e < 0 || e >= d.num_pages)
+        return fail(Status::invalid_argument,
+                    "desc->block_table[%lld] = %d (batch %lld, page %lld) is outside [0, "
+                    "num_pages = %lld)",
+                    (long long)at, e, (long long)b, (long long)i, (long long)d.num_pages);
+    }
+  }
+  return Status::ok;
+}
+
 }  // namespace
 
 // The elements each tensor of the call spans (0 for one that is not read or written).
 struct Spans {
-  int64_t q = 0, k = 0, v = 0, o = 0, bias = 0, mask = 0, lse = 0;
+  int64_t q = 0, k = 0, v = 0, o = 0, bias = 0, mask = 0, lse = 0, table = 0;
 };
 
 Status spans_of(const tessera_attention_desc& d, Spans& s) {
@@ -47,8 +82,18 @@ Status spans_of(const tessera_attention_desc& d, Spans& s) {
   const DType kt = DType(d.k_type), vt = DType(d.v_type);
   const size_t kb = is_block(kt) ? 2 : dtype_bytes(kt), vb = is_block(vt) ? 2 : dtype_bytes(vt);
   TESSERA_CHECK(span("q", d.q_stride, d.q_heads, d.q_len, d.head_dim, 4, s.q));
-  TESSERA_CHECK(span("k", d.k_stride, d.kv_heads, d.kv_len, d.head_dim, kb, s.k));
-  TESSERA_CHECK(span("v", d.v_stride, d.kv_heads, d.kv_len, d.value_dim, vb, s.v));
+  // Paged: k and v are pools of num_pages pages (none read without queries).
+  const int64_t kv_rows = d.block_table ? (queries ? d.num_pages : 0) : rows;
+  const int64_t kv_len = d.block_table ? d.page_size : d.kv_len;
+  auto kv_span = [&](const char* name, const int64_t* st, int64_t dim, size_t bytes, int64_t& out) {
+    const int64_t strides[4] = {st[0], st[1], st[2], 1},
+                  extents[4] = {kv_rows, d.kv_heads, kv_len, dim};
+    return tensor_span(name, strides, extents, 4, bytes, out);
+  };
+  TESSERA_CHECK(kv_span("k", d.k_stride, d.head_dim, kb, s.k));
+  TESSERA_CHECK(kv_span("v", d.v_stride, d.value_dim, vb, s.v));
+  if (d.block_table && queries)
+    s.table = (d.batch - 1) * d.block_table_stride + ceil_div(d.kv_len, d.page_size);
   TESSERA_CHECK(span("o", d.o_stride, d.q_heads, d.q_len, d.value_dim, 4, s.o));
   const int64_t score_extents[4] = {rows, d.q_heads, d.q_len, d.kv_len};
   if (d.bias)
@@ -135,6 +180,7 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const vo
                     d.kv_lens[b], (long long)d.kv_len);
     }
   }
+  TESSERA_CHECK(check_pages(d));
   TESSERA_CHECK(check_per_head("desc->alibi_slopes", d.alibi_slopes, d.q_heads, false));
   TESSERA_CHECK(check_per_head("desc->sinks", d.sinks, d.q_heads, true));
   Spans s;
@@ -153,7 +199,9 @@ Status check_attention(const tessera_attention_desc& d, const float* q, const vo
                            region("desc->mask", d.mask, s.mask, 1),
                            region("desc->kv_lens", d.kv_lens, rows, sizeof(int32_t)),
                            region("desc->alibi_slopes", d.alibi_slopes, queries ? d.q_heads : 0, 4),
-                           region("desc->sinks", d.sinks, queries ? d.q_heads : 0, 4)};
+                           region("desc->sinks", d.sinks, queries ? d.q_heads : 0, 4),
+                           region("desc->block_table", d.block_table, s.table, sizeof(int32_t))};
+  if (queries) TESSERA_CHECK(check_table_entries(d));
   const Region lse = region("desc->lse", d.lse, s.lse, 4);
   const Region out = region("o", o, s.o, 4);
   for (const Region& in : inputs) TESSERA_CHECK(check_disjoint(out, {in, lse}));

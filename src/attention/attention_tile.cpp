@@ -29,8 +29,9 @@ void state_sizes(const tessera_attention_desc& d, const arch::KernelTable& kt, i
   const int64_t D = d.head_dim, Dv = d.value_dim, MR = kt.gemm.mr, NR = kt.gemm.nr;
   const int64_t panels = (rows + MR - 1) / MR, chunks = ceil_div(rows, softmax_chunk(kt));
   const int64_t bk_padded = (kBK + NR - 1) / NR * NR;
-  const int64_t kw = d.k_type == TESSERA_F32 ? 0 : kBK * D;
-  const int64_t vw = d.v_type == TESSERA_F32 ? 0 : kBK * Dv;
+  // (Paged float32 K/V: a tile that spans pages is gathered there.)
+  const int64_t kw = d.k_type == TESSERA_F32 && !d.block_table ? 0 : kBK * D;
+  const int64_t vw = d.v_type == TESSERA_F32 && !d.block_table ? 0 : kBK * Dv;
   // A quantized K: the queries as q8_0 rows, their scales (floats) and int8 (a quarter float
   // each).
   const bool qk = quantized_keys(d);

@@ -43,8 +43,8 @@ struct TaskKeys {
   }
 };
 
-TaskKeys task_keys(const tessera_attention_desc& d, int64_t b, int64_t i0, int64_t bq, int64_t kb,
-                   int64_t ke) {
+TaskKeys task_keys(const Geometry& g, int64_t b, int64_t i0, int64_t bq, int64_t kb, int64_t ke) {
+  const tessera_attention_desc& d = g.d;
   TaskKeys t;
   t.valid = valid_len(d, b);
   visible_range(d, t.valid, position(d, t.valid, i0), t.lo_first, t.hi_first);
@@ -152,7 +152,11 @@ void scores_few_rows(const Task& t, const KeyDots& kd, int64_t j0, int64_t n) {
   for (int64_t r = 1; r <= std::min(kd.rows, t.rows); ++r)
     unit = std::lcm(unit, int64_t(kd.cols[r]));
   const int64_t block = std::max<int64_t>(1, kDecodeKeys / unit) * unit;
-  for (int64_t jb = 0; jb < n; jb += block) kd.block(t, j0, jb, std::min(block, n - jb));
+  // K read in place: a block stops at its page's end (paged K).
+  for (int64_t jb = 0, nb; jb < n; jb += nb) {
+    nb = t.krows.run(j0 + jb, std::min(block, n - jb));
+    kd.block(t, j0, jb, nb);
+  }
 }
 
 // Many rows: K^T packed per tile, Q packed once per task; a K panel stays in L1 while every Q
@@ -166,8 +170,7 @@ void scores_packed(const Task& t, int64_t j0, int64_t n) {
   int64_t ldk;
   const float* ktile = t.krows.tile(t.kt, j0, n, ldk);
   gk.pack_b(true, D, n, ktile, ldk, st.kp);
-  SpreadPrefetch v_ahead(t.vrows.row(j0), t.vrows.ld_bytes(), t.vrows.row_bytes(), n,
-                         ceil_div(n, NR) * ceil_div(t.rows, MR));
+  SpreadPrefetch v_ahead(t.vrows, j0, n, ceil_div(n, NR) * ceil_div(t.rows, MR));
   for (int64_t q = 0; q * NR < n; ++q) {
     const int64_t nr = std::min(NR, n - q * NR);
     for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
@@ -278,8 +281,8 @@ void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t) {
   const int64_t Dv = t.g.d.value_dim, cols = gk.wide16_cols;
   const int64_t* extent = t.st.extent;  // one Q panel: extent[0..1]
   const int t16 = t.g.d.v_type == TESSERA_BF16 ? 1 : 0;
-  for (int64_t kb = extent[0]; kb < extent[1]; kb += kDecodeKeys) {
-    const int64_t kn = std::min(kDecodeKeys, extent[1] - kb);
+  for (int64_t kb = extent[0], kn; kb < extent[1]; kb += kn) {
+    kn = t.vrows.run(j0 + kb, std::min(kDecodeKeys, extent[1] - kb));  // within a page
     const uint16_t* vsrc = t.vrows.row16(j0 + kb);
     for (int64_t c0 = 0; c0 < Dv; c0 += cols)
       gk.wide16[t16][t.rows](kn, t.st.s + kb, kBK, 1, vsrc + c0, t.vrows.ld, t.st.o + c0, Dv,
@@ -303,8 +306,8 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
   for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p)
     if (extent[2 * p + 1] > extent[2 * p])
       lo = std::min(lo, extent[2 * p]), hi = std::max(hi, extent[2 * p + 1]);
-  for (int64_t kb = lo; kb < hi; kb += kDecodeKeys) {
-    const int64_t ke = std::min(hi, kb + kDecodeKeys);
+  for (int64_t kb = lo, ke; kb < hi; kb = ke) {
+    ke = kb + t.vrows.run(j0 + kb, std::min(hi - kb, kDecodeKeys));  // within a page
     int64_t ldv;
     const float* vblock = t.vrows.tile(t.kt, j0 + kb, ke - kb, ldv);
     for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
@@ -344,8 +347,7 @@ void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n) {
   const float* vtile = t.vrows.tile(t.kt, j0, n, ldv);
   SpreadPrefetch k_ahead;
   if (next_n > 0)
-    k_ahead = SpreadPrefetch(t.krows.row(j0 + kBK), t.krows.ld_bytes(), t.krows.row_bytes(), next_n,
-                             ceil_div(Dv, NR) * ceil_div(t.rows, MR));
+    k_ahead = SpreadPrefetch(t.krows, j0 + kBK, next_n, ceil_div(Dv, NR) * ceil_div(t.rows, MR));
   for (int64_t c0 = 0; c0 < Dv; c0 += NR) {
     const int64_t nr = std::min(NR, Dv - c0);
     gk.pack_b(false, n, nr, vtile + c0, ldv, st.vp);
@@ -376,8 +378,11 @@ void pv_quant(const Task& t, int64_t j0, int64_t, int64_t) {
     if (k1 <= k0) continue;
     for (int64_t i = ir; i < std::min(t.rows, ir + MR); i += R) {
       const int64_t r = std::min(R, std::min(t.rows, ir + MR) - i);
-      qk.pv[ti][r](k1 - k0, t.st.s + i * kBK + k0, kBK, t.vrows.row8(j0 + k0), t.vrows.ld_bytes(),
-                   Dv / arch::kQBlock, t.st.o + i * Dv, Dv);
+      for (int64_t kb = k0, kn; kb < k1; kb += kn) {  // page by page
+        kn = t.vrows.run(j0 + kb, k1 - kb);
+        qk.pv[ti][r](kn, t.st.s + i * kBK + kb, kBK, t.vrows.row8(j0 + kb), t.vrows.ld_bytes(),
+                     Dv / arch::kQBlock, t.st.o + i * Dv, Dv);
+      }
     }
   }
 }
@@ -400,11 +405,11 @@ PvStep pv_step(const Task& t, bool few) {
 void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
               int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v, TileState& st) {
   const tessera_attention_desc& d = g.d;
-  const TaskKeys keys = task_keys(d, b, i0, bq, kb, ke);
+  const TaskKeys keys = task_keys(g, b, i0, bq, kb, ke);
   if (keys.hi <= keys.lo) return;  // no key visible to any row (k and v may be NULL then)
   const int64_t rows = g.group * bq;
-  const KvRows krows(k, d.k_type, d.k_stride, b, hk, d.head_dim, st.kw);
-  const KvRows vrows(v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw);
+  const KvRows krows(d, k, d.k_type, d.k_stride, b, hk, d.head_dim, st.kw);
+  const KvRows vrows(d, v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw);
   const Task t{g, kt, b, hk, i0, bq, rows, krows, vrows, st};
   const bool few = few_rows(kt.gemm, rows);
   const KeyDots kd = key_dots(kt, d.k_type);

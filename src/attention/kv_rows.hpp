@@ -18,23 +18,20 @@ namespace tessera::detail::fa {
 // over `steps` calls of step(): one share after each micro-kernel call of a product, so the
 // requests trickle out while the FMAs run (issued in one burst per row of the softmax loop,
 // they stalled on full fill buffers).
+struct KvRows;
 struct SpreadPrefetch {
-  const char* base = nullptr;
-  int64_t ld = 0, len = 0, count = 0, share = 0, next = 0;
+  const KvRows* rows = nullptr;  // the tile's rows start at row j0 of these
+  int64_t j0 = 0, len = 0, count = 0, share = 0, next = 0;
 
   SpreadPrefetch() = default;
-  SpreadPrefetch(const char* b, int64_t ld_, int64_t len_, int64_t count_, int64_t steps)
-      : base(b), ld(ld_), len(len_), count(count_), share((count_ + steps - 1) / steps) {}
+  SpreadPrefetch(const KvRows& r, int64_t j0_, int64_t count_, int64_t steps);
   void step() {
     for (const int64_t e = std::min(count, next + share); next < e; ++next) fetch(next);
   }
   void finish() {
     for (; next < count; ++next) fetch(next);
   }
-  void fetch(int64_t row) const {
-    // cppcheck-suppress invalidPointerCast
-    arch::prefetch_span<2>(reinterpret_cast<const float*>(base + row * ld), (len + 3) / 4);
-  }
+  void fetch(int64_t row) const;
 };
 
 // ---- K and V rows of any storage type -----------------------------------------------------------
@@ -43,20 +40,29 @@ struct SpreadPrefetch {
 // widened into the task's buffer first (a f16/bf16 tile: one pass of the table's conversion
 // kernels; a q8_0/q4_0 tile: its dequantization; the products then run on float32 as they do
 // for float32 inputs). Strides count values; a block type's are whole blocks.
+// Paged (a block table): row j is row j % page of page table[j / page]. Rows stay ld apart only
+// within a page: the readers that take rows in place stop their blocks at the page's end (run),
+// and a tile that spans pages comes as float32 rows gathered page by page.
 struct KvRows {
-  const char* base;  // row 0
+  const char* base;  // row 0 (paged: row 0 of page 0 of the pool, at this head)
   int64_t ld;        // values between rows
   int64_t len;       // values per row
   tessera_dtype type;
-  float* widened;  // BK x len floats
+  float* widened;                  // BK x len floats
+  const int32_t* table = nullptr;  // paged: this batch's pages
+  int64_t page = 0, page_ld = 0;   // rows per page, values between pages
 
-  KvRows(const void* p, tessera_dtype t, const int64_t* stride, int64_t b, int64_t hk, int64_t len_,
-         float* w)
-      : base(static_cast<const char*>(p) + bytes(t, b * stride[0] + hk * stride[1])),
+  KvRows(const tessera_attention_desc& d, const void* p, tessera_dtype t, const int64_t* stride,
+         int64_t b, int64_t hk, int64_t len_, float* w)
+      : base(static_cast<const char*>(p) +
+             bytes(t, (d.block_table ? 0 : b * stride[0]) + hk * stride[1])),
         ld(stride[2]),
         len(len_),
         type(t),
-        widened(w) {}
+        widened(w) {
+    if (d.block_table)
+      table = d.block_table + b * d.block_table_stride, page = d.page_size, page_ld = stride[0];
+  }
   // The bytes of n values (n whole blocks for a block type).
   static int64_t bytes(tessera_dtype t, int64_t n) {
     switch (t) {
@@ -73,7 +79,12 @@ struct KvRows {
   static bool block(tessera_dtype t) { return t == TESSERA_Q8_0 || t == TESSERA_Q4_0; }
   // The kernel tables' index of a block type: 0 q8_0, 1 q4_0.
   int block_index() const { return type == TESSERA_Q4_0 ? 1 : 0; }
-  const char* row(int64_t j) const { return base + bytes(type, j * ld); }
+  // The rows from j to the end of its page (as many as asked without pages).
+  int64_t run(int64_t j, int64_t n) const { return table ? std::min(n, page - j % page) : n; }
+  const char* row(int64_t j) const {
+    if (table) return base + bytes(type, table[j / page] * page_ld + j % page * ld);
+    return base + bytes(type, j * ld);
+  }
   int64_t ld_bytes() const { return bytes(type, ld); }
   int64_t row_bytes() const { return bytes(type, len); }
   // cppcheck-suppress invalidPointerCast
@@ -82,6 +93,23 @@ struct KvRows {
   const uint8_t* row8(int64_t j) const { return reinterpret_cast<const uint8_t*>(row(j)); }
   // Rows [j0, j0 + n) as float32, ld_out floats apart.
   const float* tile(const arch::KernelTable& kt, int64_t j0, int64_t n, int64_t& ld_out) const {
+    if (run(j0, n) < n) {  // across pages: each page's rows as a tile of their own
+      for (int64_t r = 0, m; r < n; r += m) {
+        m = run(j0 + r, n - r);
+        int64_t ld_piece;
+        const float* piece = tile_in_page(kt, j0 + r, m, ld_piece, widened + r * len);
+        if (piece != widened + r * len)
+          for (int64_t i = 0; i < m; ++i)
+            std::copy_n(piece + i * ld_piece, len, widened + (r + i) * len);
+      }
+      ld_out = len;
+      return widened;
+    }
+    return tile_in_page(kt, j0, n, ld_out, widened);
+  }
+  // Rows [j0, j0 + n) of one page, widened into `out` unless float32.
+  const float* tile_in_page(const arch::KernelTable& kt, int64_t j0, int64_t n, int64_t& ld_out,
+                            float* out) const {
     if (type == TESSERA_F32) {
       ld_out = ld;
       // cppcheck-suppress invalidPointerCast
@@ -91,19 +119,27 @@ struct KvRows {
     if (block(type)) {
       const auto dequantize = kt.quant.dequantize[block_index()];
       if (ld == len)
-        dequantize(n * len, row8(j0), widened);
+        dequantize(n * len, row8(j0), out);
       else
-        for (int64_t r = 0; r < n; ++r) dequantize(len, row8(j0 + r), widened + r * len);
-      return widened;
+        for (int64_t r = 0; r < n; ++r) dequantize(len, row8(j0 + r), out + r * len);
+      return out;
     }
     const auto widen = type == TESSERA_F16 ? kt.convert.f16_to_f32 : kt.convert.bf16_to_f32;
     const uint16_t* h = row16(j0);
     if (ld == len)
-      widen(n * len, h, widened);
+      widen(n * len, h, out);
     else
-      for (int64_t r = 0; r < n; ++r) widen(len, h + r * ld, widened + r * len);
-    return widened;
+      for (int64_t r = 0; r < n; ++r) widen(len, h + r * ld, out + r * len);
+    return out;
   }
 };
+
+inline SpreadPrefetch::SpreadPrefetch(const KvRows& r, int64_t j0_, int64_t count_, int64_t steps)
+    : rows(&r), j0(j0_), len(r.row_bytes()), count(count_), share((count_ + steps - 1) / steps) {}
+
+inline void SpreadPrefetch::fetch(int64_t row) const {
+  // cppcheck-suppress invalidPointerCast
+  arch::prefetch_span<2>(reinterpret_cast<const float*>(rows->row(j0 + row)), (len + 3) / 4);
+}
 
 }  // namespace tessera::detail::fa

@@ -8,6 +8,17 @@
 #include "tessera/reference.hpp"
 
 namespace tessera::reference {
+namespace {
+
+// The offset of key j's row (of batch b, KV head hk) in K or V, through the block table if any.
+int64_t kv_row(const tessera_attention_desc& d, const int64_t* st, int64_t b, int64_t hk,
+               int64_t j) {
+  if (!d.block_table) return b * st[0] + hk * st[1] + j * st[2];
+  const int64_t page = d.block_table[b * d.block_table_stride + j / d.page_size];
+  return page * st[0] + hk * st[1] + j % d.page_size * st[2];
+}
+
+}  // namespace
 
 void attention(const tessera_attention_desc& d, const float* q, const void* k, const void* v,
                float* o) {
@@ -50,7 +61,7 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
             vis = false;
           visible[j] = 0;
           if (!vis) continue;
-          const int64_t kj = b * d.k_stride[0] + hk * d.k_stride[1] + j * d.k_stride[2];
+          const int64_t kj = kv_row(d, d.k_stride, b, hk, j);
           double dot = 0.0;
           for (int64_t c = 0; c < d.head_dim; ++c)
             dot += double(qi[c]) * double(element(d.k_type, k, kj + c));
@@ -78,7 +89,7 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
           if (!visible[j]) continue;
           const double w = m == kInf ? (s[j] == kInf ? 1.0 : 0.0) : std::exp(s[j] - m);
           sum += w;
-          const int64_t vj = b * d.v_stride[0] + hk * d.v_stride[1] + j * d.v_stride[2];
+          const int64_t vj = kv_row(d, d.v_stride, b, hk, j);
           for (int64_t c = 0; c < d.value_dim; ++c)
             acc[c] += w * double(element(d.v_type, v, vj + c));
         }

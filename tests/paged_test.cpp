@@ -1,0 +1,157 @@
+// Paged K/V: attention that reads K and V through a block table from a pool of pages. Against
+// the reference (which follows the table itself) on every path (packed prefill over many tiles,
+// few-row decode, split-KV decode), every K/V type, pages smaller than, equal to and larger than
+// the tile, and every table; bitwise against the contiguous call where the page is a multiple
+// of the tile; pages shared between batches; bad tables rejected with nothing written.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "attention_tester.hpp"
+#include "tessera/reference.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using tessera::Status;
+constexpr tessera_align BR = TESSERA_ALIGN_BOTTOM_RIGHT;
+
+class Paged : public tt::IsaTest {};
+TESSERA_INSTANTIATE_PER_ISA(Paged);
+
+struct Types {
+  tessera_dtype k, v;
+};
+
+std::vector<Types> kv_types() {
+  std::vector<Types> types = {{TESSERA_F32, TESSERA_F32}, {TESSERA_F16, TESSERA_BF16}};
+  if (tt::block_types_built()) types.push_back({TESSERA_Q8_0, TESSERA_Q8_0});
+  if (tt::block_types_built()) types.push_back({TESSERA_Q4_0, TESSERA_F16});
+  return types;
+}
+
+TEST_P(Paged, EveryPathAndKvTypeAgainstTheReference) {
+  uint32_t seed = 1200;
+  for (const Types& ty : kv_types()) {
+    for (const int64_t page : {16, 48, 512}) {
+      SCOPED_TRACE(testing::Message() << "k " << ty.k << " v " << ty.v << " page " << page);
+      // prefill, causal, kv_lens (unused table entries -1), odd sizes
+      AttentionTester(2, 6, 2, 37, 141, 64, 32)
+          .kv_types(ty.k, ty.v)
+          .causal(BR)
+          .with_kv_lens()
+          .with_lse()
+          .paged(page)
+          .test(1e-5, seed++);
+      // many tiles and query blocks, a mask, [batch][seq][head][dim] pages
+      AttentionTester(1, 4, 2, 70, 520, 64, 64)
+          .kv_types(ty.k, ty.v)
+          .with_mask()
+          .bshd()
+          .paged(page)
+          .test(1e-5, seed++);
+      // one-token decode, GQA, a window
+      AttentionTester(2, 8, 2, 1, 300, 64, 64)
+          .kv_types(ty.k, ty.v)
+          .causal(BR)
+          .window(100, -1)
+          .with_lse()
+          .paged(page)
+          .test(1e-5, seed++);
+      // split-KV decode over chunks that span several pages
+      AttentionTester(2, 8, 2, 3, 1700, 64, 64)
+          .kv_types(ty.k, ty.v)
+          .causal(BR)
+          .with_kv_lens()
+          .with_lse()
+          .paged(page)
+          .test(1e-5, seed++);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Pages a multiple of the tile: the same tiles as the contiguous call, so the same bits.
+TEST_P(Paged, MatchesTheContiguousCallBitwiseWhenPagesHoldWholeTiles) {
+  for (const Types& ty : kv_types()) {
+    for (const int64_t q_len : {1, 5, 300}) {
+      SCOPED_TRACE(testing::Message() << "k " << ty.k << " q_len " << q_len);
+      AttentionTester t(2, 4, 2, q_len, 1100, 64, 64);
+      AttentionProblem& p = t.kv_types(ty.k, ty.v).causal(BR).with_lse().paged(256).build(31);
+      ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k_data(), p.v_data(), p.o.data()), Status::ok)
+          << tessera::last_error();
+      // The same rows gathered page by page into [batch][head][seq][dim].
+      const auto& d = p.d;
+      const int64_t kb = tessera::reference::storage_bytes(ty.k, d.head_dim),
+                    vb = tessera::reference::storage_bytes(ty.v, d.value_dim);
+      const auto* kp = static_cast<const uint8_t*>(p.k_data());
+      const auto* vp = static_cast<const uint8_t*>(p.v_data());
+      std::vector<uint8_t> kc(size_t(d.batch * d.kv_heads * d.kv_len * kb)),
+          vc(size_t(d.batch * d.kv_heads * d.kv_len * vb));
+      for (int64_t b = 0; b < d.batch; ++b)
+        for (int64_t h = 0; h < d.kv_heads; ++h)
+          for (int64_t j = 0; j < d.kv_len; ++j) {
+            const int64_t page = d.block_table[b * d.block_table_stride + j / d.page_size];
+            const int64_t row = (page * d.kv_heads + h) * d.page_size + j % d.page_size;
+            const int64_t at = (b * d.kv_heads + h) * d.kv_len + j;
+            std::copy_n(kp + row * kb, kb, kc.begin() + at * kb);
+            std::copy_n(vp + row * vb, vb, vc.begin() + at * vb);
+          }
+      tessera::AttentionDesc c;
+      ASSERT_EQ(tessera::attention_desc_init(c, d.batch, d.q_heads, d.kv_heads, d.q_len, d.kv_len,
+                                             d.head_dim, d.value_dim),
+                Status::ok);
+      c.k_type = d.k_type, c.v_type = d.v_type, c.causal = 1, c.align = BR;
+      std::vector<float> o(p.o.size()), lse(p.lse.size());
+      c.lse = lse.data();
+      ASSERT_EQ(tessera::attention(c, p.q.data(), kc.data(), vc.data(), o.data()), Status::ok)
+          << tessera::last_error();
+      EXPECT_EQ(o, p.o);
+      EXPECT_EQ(lse, p.lse);
+    }
+  }
+}
+
+// Batches sharing their first pages (a common prompt) read the same rows.
+TEST_P(Paged, BatchesMaySharePages) {
+  AttentionTester t(3, 4, 1, 2, 200, 32, 32);
+  AttentionProblem& p = t.causal(BR).paged(64).build(5);
+  // Every batch's first two pages are batch 0's.
+  for (int64_t b = 1; b < 3; ++b)
+    for (int64_t i = 0; i < 2; ++i)
+      p.table[size_t(b * p.d.block_table_stride + i)] = p.table[size_t(i)];
+  ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), p.o.data()), Status::ok)
+      << tessera::last_error();
+  std::vector<float> want(p.o.size());
+  tessera::reference::attention(p.d, p.q.data(), p.k.data(), p.v.data(), want.data());
+  EXPECT_LE(tt::rel_err(p.o, want), 1e-5);
+}
+
+TEST(PagedApi, RejectsABadTableAndWritesNothing) {
+  struct Case {
+    const char* name;
+    void (*edit)(AttentionProblem&);
+  };
+  const Case cases[] = {
+      {"desc->page_size", [](AttentionProblem& p) { p.d.page_size = 8; }},
+      {"desc->page_size", [](AttentionProblem& p) { p.d.page_size = 40; }},
+      {"desc->num_pages", [](AttentionProblem& p) { p.d.num_pages = -1; }},
+      {"desc->block_table_stride", [](AttentionProblem& p) { p.d.block_table_stride = 1; }},
+      {"desc->block_table[3]", [](AttentionProblem& p) { p.table[3] = int32_t(p.d.num_pages); }},
+      {"desc->block_table[2]", [](AttentionProblem& p) { p.table[2] = -1; }},
+  };
+  for (const Case& c : cases) {
+    AttentionTester t(2, 2, 1, 3, 40, 16, 16);
+    AttentionProblem& p = t.paged(16).build(9);
+    c.edit(p);
+    std::vector<float> o(p.o.size(), 7.0f);
+    const Status st = tessera::attention(p.d, p.q.data(), p.k.data(), p.v.data(), o.data());
+    EXPECT_EQ(st, Status::invalid_argument) << c.name;
+    EXPECT_NE(std::string(tessera::last_error()).find(c.name), std::string::npos)
+        << tessera::last_error();
+    for (float x : o) ASSERT_EQ(x, 7.0f);
+  }
+}
+
+}  // namespace
