@@ -462,6 +462,20 @@ typedef struct tessera_mha_desc {
    * R = ring_window decodes one token a call; prefill a prompt in chunks, or give the ring
    * chunk - 1 rows more). 0 (the default): a plain cache. */
   int64_t ring_window, ring_keep;
+  /* A paged cache for a batch of sequences of different lengths (block_table != NULL, with
+   * k_cache and v_cache): the caches are pools of num_pages pages of page_size rows (a multiple
+   * of 16), laid out [kv_heads][num_pages][page_size][dim] (head-major: a sequence whose pages
+   * follow each other in the pool reads as one run), and position p of sequence b is row
+   * p % page_size of page block_table[b * block_table_stride + p / page_size]. cache_lens[b]
+   * (required) counts the rows sequence b holds: the call writes its kv_len new rows at
+   * positions [cache_lens[b], cache_lens[b] + kv_len) (the caller puts their pages in the table
+   * first; pages other sequences read must not be among them) and the queries of b attend to
+   * its cache_lens[b] + kv_len keys, the call's the newest (align BOTTOM_RIGHT); the caller
+   * advances cache_lens. cache_len and cache_capacity are not read; rotary positions count from
+   * cache_lens[b]. Not with the ring or kv_lens (the lengths are cache_lens'). */
+  const int32_t* block_table;
+  int64_t block_table_stride, page_size, num_pages;
+  const int32_t* cache_lens;
 } tessera_mha_desc;
 
 /* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,

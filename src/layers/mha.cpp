@@ -6,6 +6,7 @@
 
 #include "attention/hadamard.hpp"
 #include "attention/rope.hpp"
+#include "layers/mha_paged.hpp"
 #include "layers/mha_ring.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/scratch.hpp"
@@ -69,6 +70,17 @@ void append_rows(const MhaDesc& d, DType ct, const float* kp, const float* vp,
       }
 }
 
+// The cache row new row t of (batch, kv head) bh goes to: after cache_len (cache_lens[b] in a
+// paged pool), in its slot of a ring.
+void* cache_row(const MhaDesc& d, DType ct, bool v_side, int64_t bh, int64_t t) {
+  const int64_t dim = v_side ? d.value_dim : d.head_dim, b = bh / d.kv_heads;
+  const int64_t p = (paged_on(d) ? d.cache_lens[b] : d.cache_len) + t, cap = d.cache_capacity;
+  const int64_t row = paged_on(d)  ? paged_row(d, b, bh % d.kv_heads, p)
+                      : ring_on(d) ? bh * cap + ring_slot(d, p)
+                                   : bh * cap + p;
+  return at(v_side ? d.v_cache : d.k_cache, ct, row * dim);
+}
+
 }  // namespace
 
 Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const MhaCounts& sz,
@@ -92,6 +104,8 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
   void* save_v = carve(sz.save_v);
   // cppcheck-suppress invalidPointerCast
   auto* mask_rows = reinterpret_cast<uint8_t*>(carve(sz.ring_mask));
+  // cppcheck-suppress invalidPointerCast
+  auto* paged_lens = reinterpret_cast<int32_t*>(carve(sz.paged_lens));
 
   const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim;
   const int64_t Hq = d.q_heads, Hk = d.kv_heads;
@@ -106,8 +120,8 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
   // Rotary embeddings: a token's query and key heads turned at its position (q_len == kv_len).
   if (s == Status::ok && d.rope.style != TESSERA_ROPE_NONE)
     for (int64_t b = 0; b < B; ++b) {
-      const RopePositions pos{d.rope_positions ? d.rope_positions + b * Lkv : nullptr,
-                              d.k_cache ? d.cache_len : 0, Lkv};
+      const int64_t first = paged_on(d) ? d.cache_lens[b] : d.k_cache ? d.cache_len : 0;
+      const RopePositions pos{d.rope_positions ? d.rope_positions + b * Lkv : nullptr, first, Lkv};
       rope_tokens(d.rope, D, Lkv, pos, {qp + b * Lq * Hq * D, Hq, Hq * D, D},
                   {kp + b * Lkv * Hk * D, Hk, Hk * D, D});
     }
@@ -118,14 +132,12 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
   tessera_attention_desc a = mha_attention_desc(d);
   a.lse = d.lse ? lse : nullptr;  // copied to the caller's once nothing can fail
   const void *keys = kp, *values = vp;
-  const int64_t cap = d.cache_capacity;
   // The cache rows of (batch, kv head) bh this call writes (positions [cache_len, cache_len +
   // kv_len), in their slots: a ring's wrap), and a copy of them: put back if a later step
   // fails, so that a failed call leaves the cache as it found it.
-  const bool ring = ring_on(d);
+  const bool ring = ring_on(d), paged = paged_on(d);
   auto new_row = [&](bool v_side, int64_t bh, int64_t t) {
-    const int64_t dim = v_side ? Dv : D, p = d.cache_len + t;
-    return at(v_side ? d.v_cache : d.k_cache, ct, (bh * cap + (ring ? ring_slot(d, p) : p)) * dim);
+    return cache_row(d, ct, v_side, bh, t);
   };
   auto copy_rows = [&](bool save) {
     for (int64_t bh = 0; bh < B * Hk; ++bh)
@@ -140,6 +152,7 @@ Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const Mh
             std::memcpy(new_row(v_side, bh, t), saved, bytes);
         }
   };
+  if (paged) paged_attention(d, paged_lens, a);
   if (ring && sz.ring_mask > 0) {
     ring_mask(d, mask_rows);
     ring_attention(d, mask_rows, a);

@@ -3,6 +3,7 @@
 
 #include "attention/attention_check.hpp"
 #include "attention/rope.hpp"
+#include "layers/mha_paged.hpp"
 #include "layers/mha_ring.hpp"
 #include "runtime/dispatch.hpp"
 
@@ -33,11 +34,13 @@ Status counts_of(const MhaDesc& d, MhaCounts& c) {
   TESSERA_CHECK(checked_count("desc->q_len", {d.q_len, d.q_heads, d.value_dim}, per_sequence));
   TESSERA_CHECK(checked_count("desc->kv_len", {d.kv_len, c.kd}, per_sequence));
   TESSERA_CHECK(checked_count("desc->kv_len", {d.kv_len, c.vd}, per_sequence));
-  if (d.k_cache) {
+  if (paged_on(d)) {  // the pool: heads x pages x page_size rows
+    TESSERA_CHECK(checked_count("desc->num_pages", {d.num_pages, d.page_size, c.kd}, c.cache_k));
+    TESSERA_CHECK(checked_count("desc->num_pages", {d.num_pages, d.page_size, c.vd}, c.cache_v));
+    c.paged_lens = d.batch;
+  } else if (d.k_cache) {
     TESSERA_CHECK(checked_count("desc->cache_capacity", {d.cache_capacity, c.kd}, per_sequence));
     TESSERA_CHECK(checked_count("desc->cache_capacity", {d.cache_capacity, c.vd}, per_sequence));
-  }
-  if (d.k_cache) {
     TESSERA_CHECK(
         checked_count("desc->cache_capacity", {d.batch, d.cache_capacity, c.kd}, c.cache_k));
     TESSERA_CHECK(
@@ -85,10 +88,10 @@ Status check_mha_rope(const MhaDesc& d) {
                 "desc->q_len = %lld must equal kv_len = %lld with rope (the new tokens' positions)",
                 (long long)d.q_len, (long long)d.kv_len);
   constexpr int64_t kLimit = int64_t(1) << 53;
-  const int64_t first = d.k_cache ? d.cache_len : 0;
+  const int64_t first = paged_on(d) ? paged_longest(d) : d.k_cache ? d.cache_len : 0;
   if (d.rope_positions == nullptr && d.kv_len > kLimit - first)
-    return fail(Status::invalid_argument, "desc->cache_len = %lld: positions past 2^53",
-                (long long)d.cache_len);
+    return fail(Status::invalid_argument, "desc->%s = %lld: positions past 2^53",
+                paged_on(d) ? "cache_lens" : "cache_len", (long long)first);
   if (d.rope_positions)
     for (int64_t t = 0; t < d.batch * d.kv_len; ++t)
       if (d.rope_positions[t] < 0 || d.rope_positions[t] >= kLimit)
@@ -102,7 +105,8 @@ Status check_mha_rope(const MhaDesc& d) {
 
 size_t mha_workspace_bytes(const MhaCounts& c) {
   uint64_t total = kAlign;
-  for (int64_t floats : {c.q, c.kv_k, c.kv_v, c.o, c.lse, c.save_k, c.save_v, c.ring_mask})
+  for (int64_t floats :
+       {c.q, c.kv_k, c.kv_v, c.o, c.lse, c.save_k, c.save_v, c.ring_mask, c.paged_lens})
     total += (uint64_t(floats) * 4 + kAlign - 1) / kAlign * kAlign;  // each < 2^63 / 4: no wrap
   return total <= SIZE_MAX ? size_t(total) : 0;
 }
@@ -136,7 +140,8 @@ tessera_attention_desc mha_attention_desc(const MhaDesc& d) {
   a.lse = d.lse;
   a.hadamard = d.hadamard, a.hadamard_v = d.hadamard_v;
   a.sinks = d.sinks;
-  if (ring_on(d)) ring_attention(d, nullptr, a);  // (the call's mask is set where it is built)
+  if (ring_on(d)) ring_attention(d, nullptr, a);    // (the call's mask is set where it is built)
+  if (paged_on(d)) paged_attention(d, nullptr, a);  // (and the kv_lens)
   return a;
 }
 
@@ -159,7 +164,8 @@ Status check_mha(const MhaDesc& d, bool weights, MhaCounts& c) {
                 d.k_cache ? "desc->v_cache" : "desc->k_cache",
                 d.k_cache ? "desc->k_cache" : "desc->v_cache");
   TESSERA_CHECK(check_mha_ring(d));
-  if (d.k_cache) {
+  TESSERA_CHECK(check_mha_paged(d));
+  if (d.k_cache && !paged_on(d)) {
     TESSERA_CHECK(check_nonneg("desc->cache_len", d.cache_len));
     int64_t needed;
     if (!add_ok(d.cache_len, d.kv_len, needed) || (!ring_on(d) && d.cache_capacity < needed))
@@ -197,6 +203,8 @@ Status check_mha_aliasing(const MhaDesc& d, const MhaCounts& c, const float* x_q
       region("desc->w_o", d.w_o, c.w_o, wb),
       region("desc->b_o", d.b_o, d.b_o ? d.out_dim : 0, 4),
       region("desc->kv_lens", d.kv_lens, d.kv_lens ? d.batch : 0, 4),
+      region("desc->cache_lens", d.cache_lens, paged_on(d) ? d.batch : 0, 4),
+      region("desc->block_table", d.block_table, paged_table_entries(d), 4),
       region("desc->bias", d.bias, c.bias, 4),
       region("desc->mask", d.mask, c.mask, 1),
       region("desc->alibi_slopes", d.alibi_slopes, d.alibi_slopes ? d.q_heads : 0, 4),

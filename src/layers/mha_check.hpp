@@ -18,7 +18,8 @@ struct MhaCounts {
   // a copy of the cache rows the call overwrites (floats enough for their bytes), put back if
   // it fails.
   int64_t q = 0, kv_k = 0, kv_v = 0, o = 0, save_k = 0, save_v = 0;
-  int64_t ring_mask = 0;  // a ring cache's keep-mask (floats enough for its bytes)
+  int64_t ring_mask = 0;   // a ring cache's keep-mask (floats enough for its bytes)
+  int64_t paged_lens = 0;  // a paged cache's kv_lens (batch int32)
 };
 
 // The attention the layer runs: shapes, options, BSHD strides over the workspace's projections

@@ -3,12 +3,23 @@
 // stride or layout slip there cannot hide here). Projections are rounded to float, as the layer
 // stores them (and new cache rows to the cache's type); weights and cache rows are read widened
 // from their types; the attention is reference::attention's, in double.
+#include <algorithm>
 #include <vector>
 
 #include "tessera/reference.hpp"
 
 namespace tessera::reference {
 namespace {
+
+bool paged(const tessera_mha_desc& d) { return d.block_table && d.k_cache; }
+
+// The cache row of position p of (batch b, KV head hk): [batch][head][capacity], or the pool's
+// [head][page][page_size] through the block table.
+int64_t cache_row(const tessera_mha_desc& d, int64_t b, int64_t hk, int64_t p) {
+  if (!paged(d)) return (b * d.kv_heads + hk) * d.cache_capacity + p;
+  const int64_t page = d.block_table[b * d.block_table_stride + p / d.page_size];
+  return (hk * d.num_pages + page) * d.page_size + p % d.page_size;
+}
 
 // y[r, :] = x[r, :] W + bias, rounded to float.
 std::vector<float> project(int64_t rows, int64_t in, int64_t out, const float* x, tessera_dtype wt,
@@ -29,13 +40,22 @@ void rope_new_tokens(const tessera_mha_desc& d, std::vector<float>& qp, std::vec
   const int64_t D = d.head_dim, Hq = d.q_heads, Hk = d.kv_heads, Lkv = d.kv_len;
   for (int64_t b = 0; b < d.batch; ++b)
     for (int64_t t = 0; t < Lkv; ++t) {
-      const int64_t first = d.k_cache ? d.cache_len : 0;
+      const int64_t first = d.block_table ? d.cache_lens[b] : d.k_cache ? d.cache_len : 0;
       const double pos = double(d.rope_positions ? d.rope_positions[b * Lkv + t] : first + t);
       for (int64_t h = 0; h < Hq; ++h)
         rope_row(d.rope, D, pos, &qp[size_t(((b * Lkv + t) * Hq + h) * D)]);
       for (int64_t h = 0; h < Hk; ++h)
         rope_row(d.rope, D, pos, &kp[size_t(((b * Lkv + t) * Hk + h) * D)]);
     }
+}
+
+// Each sequence's keys with a paged cache (cache_lens + kv_len; {0} without a batch).
+std::vector<int32_t> paged_lens(const tessera_mha_desc& d) {
+  std::vector<int32_t> lens;
+  for (int64_t b = 0; paged(d) && b < d.batch; ++b)
+    lens.push_back(int32_t(d.cache_lens[b] + d.kv_len));
+  if (lens.empty()) lens.push_back(0);
+  return lens;
 }
 
 }  // namespace
@@ -46,7 +66,12 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
   const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len;
   const bool cached = d.k_cache != nullptr;
   const tessera_dtype ct = d.cache_type;
-  const int64_t total = cached ? d.cache_len + Lkv : Lkv;
+  // Keys per sequence: a paged cache's own lengths, in arrays as long as the longest.
+  const std::vector<int32_t> lens = paged_lens(d);
+  const int64_t total = paged(d) ? *std::max_element(lens.begin(), lens.end())
+                        : cached ? d.cache_len + Lkv
+                                 : Lkv;
+  auto held = [&](int64_t b) { return paged(d) ? d.cache_lens[b] : d.cache_len; };
 
   auto qp = project(B * Lq, d.q_in_dim, Hq * D, x_q, d.weight_type, d.w_q, d.b_q);
   auto kp = project(B * Lkv, d.kv_in_dim, Hk * D, x_k, d.weight_type, d.w_k, d.b_k);
@@ -62,7 +87,7 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
     for (int64_t b = 0; b < B; ++b)
       for (int64_t hk = 0; hk < Hk; ++hk)
         for (int64_t t = 0; t < Lkv; ++t) {
-          const int64_t slot = (b * Hk + hk) * d.cache_capacity + d.cache_len + t;
+          const int64_t slot = cache_row(d, b, hk, held(b) + t);
           const float* krow = &kp[size_t((b * Lkv + t) * Hk * D + hk * D)];
           const float* vrow = &vp[size_t((b * Lkv + t) * Hk * Dv + hk * Dv)];
           if (ct == TESSERA_Q8_0 || ct == TESSERA_Q4_0) {  // a row is whole blocks
@@ -84,8 +109,8 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
         for (int64_t c = 0; c < D; ++c)
           q[((b * Hq + h) * Lq + i) * D + c] = qp[(b * Lq + i) * Hq * D + h * D + c];
     for (int64_t hk = 0; hk < Hk; ++hk)
-      for (int64_t j = 0; j < total; ++j) {
-        const int64_t slot = (b * Hk + hk) * d.cache_capacity + j;
+      for (int64_t j = 0; j < (paged(d) ? lens[size_t(b)] : total); ++j) {
+        const int64_t slot = cached ? cache_row(d, b, hk, j) : 0;
         for (int64_t c = 0; c < D; ++c)
           k[((b * Hk + hk) * total + j) * D + c] = cached ? element(ct, d.k_cache, slot * D + c)
                                                           : kp[(b * Lkv + j) * Hk * D + hk * D + c];
@@ -104,7 +129,7 @@ void mha_forward(const tessera_mha_desc& d, const float* x_q, const float* x_k, 
     a.q_stride[i] = qs[i], a.k_stride[i] = ks[i], a.v_stride[i] = vs[i], a.o_stride[i] = os[i];
   a.causal = d.causal, a.align = d.align;
   a.window_left = d.window_left, a.window_right = d.window_right;
-  a.kv_lens = d.kv_lens, a.bias = d.bias, a.mask = d.mask;
+  a.kv_lens = paged(d) ? lens.data() : d.kv_lens, a.bias = d.bias, a.mask = d.mask;
   for (int i = 0; i < 4; ++i)
     a.bias_stride[i] = d.bias_stride[i], a.mask_stride[i] = d.mask_stride[i];
   a.alibi_slopes = d.alibi_slopes, a.softcap = d.softcap, a.lse = d.lse, a.sinks = d.sinks;
