@@ -51,28 +51,47 @@ inline float round_away(float v) {
   return std::fabs(v - t) >= 0.5f ? t + std::copysign(1.0f, v) : t;
 }
 
-// One block of 32 floats to q8_0 (y: 34 bytes); qs_out/d_out: the split form, when not null.
+// One block of 32 floats to q8_0 (y: 34 bytes). Written for the vectorizer, with integer
+// comparisons on the values' bits (a float comparison in a loop is not if-converted under
+// -ftrapping-math, and the loop stayed scalar: the rounding of the query rows was a tenth of a
+// q8_0-K prefill). |x| orders as its bits, and a NaN or infinity has the largest; each value is
+// clamped to +-127 (a NaN to 0) before it is rounded half away from zero by truncation (exact
+// below 2^31) and the fraction dropped, which is exact: the same bits as the reference.
 inline void q8_0_block(const float* x, uint8_t* y) {
-  float amax = 0.0f;
-  bool finite = true;
+  constexpr uint32_t kAbs = 0x7fffffffu, kInf = 0x7f800000u, k127 = 0x42fe0000u,
+                     kHalf = 0x3f000000u;
+  uint32_t top = 0;
   for (int j = 0; j < kQBlock; ++j) {
-    finite = finite && std::isfinite(x[j]);
-    // (a comparison, not the std::fmax call: a NaN leaves amax alone, and `finite` then
-    // decides the block)
-    amax = std::fabs(x[j]) > amax ? std::fabs(x[j]) : amax;
+    uint32_t b;
+    std::memcpy(&b, x + j, 4);
+    top = (b & kAbs) > top ? b & kAbs : top;
   }
-  const float d = amax / 127.0f;
+  const bool finite = top < kInf;
+  float amax;
+  std::memcpy(&amax, &top, 4);
+  const float d = finite ? amax / 127.0f : 0.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const uint16_t dh = finite ? convert_detail::f32_to_f16(d) : uint16_t(0x7E00);
   std::memcpy(y, &dh, 2);
-  // Clamped, a NaN 0 (tessera.h: only where d < 2^-126, whose f16 is 0).
+  // (a NaN v only where d < 2^-126, whose f16 is 0: tessera.h)
+  int8_t q[kQBlock];
   for (int j = 0; j < kQBlock; ++j) {
-    const float v = round_away(x[j] * id);
-    y[2 + j] = finite && v == v ? uint8_t(int8_t(v < -127.0f  ? -127.0f
-                                                 : v > 127.0f ? 127.0f
-                                                              : v))
-                                : uint8_t(0);
+    const float v = x[j] * id;
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    const uint32_t big = 0u - uint32_t((b & kAbs) > k127), nan = 0u - uint32_t((b & kAbs) > kInf);
+    const uint32_t cb = ((b & ~big) | (((b & ~kAbs) | k127) & big)) & ~nan;
+    float c;
+    std::memcpy(&c, &cb, 4);
+    const int32_t t = int32_t(c);
+    const float f = c - float(t);
+    uint32_t fb;
+    std::memcpy(&fb, &f, 4);
+    const int32_t half = int32_t((fb & kAbs) >= kHalf);
+    q[j] = int8_t(t + half * (1 - 2 * int32_t(cb >> 31)));  // away from zero
   }
+  if (!finite) std::memset(q, 0, sizeof q);  // (tessera.h: every q 0)
+  std::memcpy(y + 2, q, sizeof q);
 }
 
 inline void q4_0_block(const float* x, uint8_t* y) {

@@ -94,18 +94,21 @@ struct KvRows {
   // Rows [j0, j0 + n) as float32, ld_out floats apart.
   const float* tile(const arch::KernelTable& kt, int64_t j0, int64_t n, int64_t& ld_out) const {
     if (run(j0, n) < n) {  // across pages: each page's rows as a tile of their own
-      for (int64_t r = 0, m; r < n; r += m) {
-        m = run(j0 + r, n - r);
-        int64_t ld_piece;
-        const float* piece = tile_in_page(kt, j0 + r, m, ld_piece, widened + r * len);
-        if (piece != widened + r * len)
-          for (int64_t i = 0; i < m; ++i)
-            std::copy_n(piece + i * ld_piece, len, widened + (r + i) * len);
-      }
+      widen(kt, j0, n, widened);
       ld_out = len;
       return widened;
     }
     return tile_in_page(kt, j0, n, ld_out, widened);
+  }
+  // Rows [j0, j0 + n) as float32 rows in `out`, len floats apart, page by page.
+  void widen(const arch::KernelTable& kt, int64_t j0, int64_t n, float* out) const {
+    for (int64_t r = 0, m; r < n; r += m) {
+      m = run(j0 + r, n - r);
+      int64_t ld_piece;
+      const float* piece = tile_in_page(kt, j0 + r, m, ld_piece, out + r * len);
+      if (piece != out + r * len)
+        for (int64_t i = 0; i < m; ++i) std::copy_n(piece + i * ld_piece, len, out + (r + i) * len);
+    }
   }
   // Rows [j0, j0 + n) of one page, widened into `out` unless float32.
   const float* tile_in_page(const arch::KernelTable& kt, int64_t j0, int64_t n, int64_t& ld_out,
