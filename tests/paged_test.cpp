@@ -34,7 +34,11 @@ std::vector<Types> kv_types() {
 TEST_P(Paged, EveryPathAndKvTypeAgainstTheReference) {
   uint32_t seed = 1200;
   for (const Types& ty : kv_types()) {
+#ifdef TESSERA_LIGHT_SWEEPS  // (qemu, sanitizers: a page that splits blocks, and one of tiles)
+    for (const int64_t page : {48, 512}) {
+#else
     for (const int64_t page : {16, 48, 512}) {
+#endif
       SCOPED_TRACE(testing::Message() << "k " << ty.k << " v " << ty.v << " page " << page);
       // prefill, causal, kv_lens (unused table entries -1), odd sizes
       AttentionTester(2, 6, 2, 37, 141, 64, 32)

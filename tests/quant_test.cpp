@@ -183,9 +183,9 @@ TEST_P(Quant, AttentionAgainstTheReferenceOnTheStoredValues) {
   for (tessera_dtype kt : kTypes)
     for (tessera_dtype vt : kTypes) {
       if (!AttentionProblem::block(kt) && !AttentionProblem::block(vt)) continue;
-#ifdef TESSERA_EMULATED
-      // Under qemu: each block type's K and V loaders, beside a block type and beside the
-      // two others once (6 of the 12 pairs).
+#ifdef TESSERA_LIGHT_SWEEPS
+      // Under qemu and the sanitizers: each block type's K and V loaders, beside a block type and
+      // beside the two others once (6 of the 12 pairs).
       const bool fk = !AttentionProblem::block(kt), fv = !AttentionProblem::block(vt);
       if ((fk && kt != TESSERA_F16) || (fv && vt != TESSERA_F32) || (fk && vt != TESSERA_Q8_0) ||
           (fv && kt != TESSERA_Q4_0))
