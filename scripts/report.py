@@ -283,7 +283,7 @@ def table(ctx, rows):
 
 # Counters of the alternated rows (two ways timed in one process): the numbers to quote.
 PAIR_KEYS = ("ratio", "speedup", "layer_over_direct", "oneshot_over_layer", "new/old",
-             "rope_over_none", "sinks_over_none", "ring_over_none")
+             "rope_over_none", "sinks_over_none", "ring_over_none", "paged_over_contiguous")
 
 
 def pair_table(rows):
