@@ -33,13 +33,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // The block table's sizes, then each entry a batch reads (its valid keys' pages).
 Status check_pages(const tessera_attention_desc& d) {
   if (!d.block_table) return Status::ok;
-  if (d.page_size < 16 || d.page_size % 16 != 0)
-    return fail(Status::invalid_argument,
-                "desc->page_size = %lld must be a positive multiple of 16", (long long)d.page_size);
-  TESSERA_CHECK(check_nonneg("desc->num_pages", d.num_pages));
-  if (d.num_pages > INT32_MAX)
-    return fail(Status::invalid_argument, "desc->num_pages = %lld must fit the int32 table",
-                (long long)d.num_pages);
+  TESSERA_CHECK(check_page_pool(d.page_size, d.num_pages));
   if (d.block_table_stride < ceil_div(d.kv_len, d.page_size))
     return fail(Status::invalid_argument,
                 "desc->block_table_stride = %lld is under ceil(kv_len / page_size) = %lld",
@@ -64,6 +58,17 @@ Status check_table_entries(const tessera_attention_desc& d) {
 }
 
 }  // namespace
+
+Status check_page_pool(int64_t page_size, int64_t num_pages) {
+  if (page_size < 16 || page_size % 16 != 0)
+    return fail(Status::invalid_argument,
+                "desc->page_size = %lld must be a positive multiple of 16", (long long)page_size);
+  TESSERA_CHECK(check_nonneg("desc->num_pages", num_pages));
+  if (num_pages > INT32_MAX)
+    return fail(Status::invalid_argument, "desc->num_pages = %lld must fit the int32 table",
+                (long long)num_pages);
+  return Status::ok;
+}
 
 // The elements each tensor of the call spans (0 for one that is not read or written).
 struct Spans {

@@ -12,4 +12,8 @@ namespace tessera::detail {
 Status check_attention(const tessera_attention_desc& d, const float* q, const void* k,
                        const void* v, const float* o, bool tensors = true);
 
+// A pool of pages (paged K/V, in the attention and the layer's cache): page_size a positive
+// multiple of 16, num_pages >= 0 and an int32 table's entry.
+Status check_page_pool(int64_t page_size, int64_t num_pages);
+
 }  // namespace tessera::detail

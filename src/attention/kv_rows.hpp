@@ -20,8 +20,9 @@ namespace tessera::detail::fa {
 // they stalled on full fill buffers).
 struct KvRows;
 struct SpreadPrefetch {
-  const KvRows* rows = nullptr;  // the tile's rows start at row j0 of these
-  int64_t j0 = 0, len = 0, count = 0, share = 0, next = 0;
+  const char* base = nullptr;     // the tile's first row, the next ld bytes on
+  const KvRows* paged = nullptr;  // or, through a block table, row j0 + r of these
+  int64_t j0 = 0, ld = 0, len = 0, count = 0, share = 0, next = 0;
 
   SpreadPrefetch() = default;
   SpreadPrefetch(const KvRows& r, int64_t j0_, int64_t count_, int64_t steps);
@@ -138,11 +139,18 @@ struct KvRows {
 };
 
 inline SpreadPrefetch::SpreadPrefetch(const KvRows& r, int64_t j0_, int64_t count_, int64_t steps)
-    : rows(&r), j0(j0_), len(r.row_bytes()), count(count_), share((count_ + steps - 1) / steps) {}
+    : base(r.row(j0_)),
+      paged(r.table ? &r : nullptr),
+      j0(j0_),
+      ld(r.ld_bytes()),
+      len(r.row_bytes()),
+      count(count_),
+      share((count_ + steps - 1) / steps) {}
 
 inline void SpreadPrefetch::fetch(int64_t row) const {
+  const char* p = paged ? paged->row(j0 + row) : base + row * ld;
   // cppcheck-suppress invalidPointerCast
-  arch::prefetch_span<2>(reinterpret_cast<const float*>(rows->row(j0 + row)), (len + 3) / 4);
+  arch::prefetch_span<2>(reinterpret_cast<const float*>(p), (len + 3) / 4);
 }
 
 }  // namespace tessera::detail::fa

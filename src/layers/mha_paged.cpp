@@ -4,19 +4,15 @@
 #include <algorithm>
 #include <climits>
 
+#include "attention/attention_check.hpp"
+
 namespace tessera::detail {
 
 Status check_mha_paged(const MhaDesc& d) {
   if (d.block_table == nullptr) return Status::ok;
   if (d.k_cache == nullptr)
     return fail(Status::invalid_argument, "desc->block_table needs a cache (k_cache)");
-  if (d.page_size < 16 || d.page_size % 16 != 0)
-    return fail(Status::invalid_argument,
-                "desc->page_size = %lld must be a positive multiple of 16", (long long)d.page_size);
-  TESSERA_CHECK(check_nonneg("desc->num_pages", d.num_pages));
-  if (d.num_pages > INT32_MAX)
-    return fail(Status::invalid_argument, "desc->num_pages = %lld must fit the int32 table",
-                (long long)d.num_pages);
+  TESSERA_CHECK(check_page_pool(d.page_size, d.num_pages));
   TESSERA_CHECK(check_nonneg("desc->block_table_stride", d.block_table_stride));
   int64_t capacity;  // rows a sequence's table can address
   if (!mul_ok(d.block_table_stride, d.page_size, capacity))
