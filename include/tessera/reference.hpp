@@ -49,6 +49,14 @@ TESSERA_API void hgemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t
                        const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
                        uint16_t* c, int64_t ldc);
 
+// C = alpha op(A) B^T + beta C with B (n x k, rows ldb values apart) in a block type: each row
+// of op(A) rounded to q8_0 as tessera_convert rounds it (round_a; otherwise taken as it is), B
+// dequantized, the products summed in double. With round_a, tessera_gemm_ex's specification for
+// block-type weights; without, the float32-activation product it approximates.
+TESSERA_API void gemm_block_b(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha,
+                              const float* a, int64_t lda, tessera_dtype b_type, const void* b,
+                              int64_t ldb, float beta, float* c, int64_t ldc, bool round_a);
+
 TESSERA_API void softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,
                          int64_t ldy, float scale);
 TESSERA_API void log_softmax(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* y,

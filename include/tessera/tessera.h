@@ -171,7 +171,18 @@ TESSERA_API tessera_status tessera_sgemm(tessera_transpose ta, tessera_transpose
 /* The same with A and B each stored as TESSERA_F32, TESSERA_F16 or TESSERA_BF16 (lda and ldb
  * count elements of their type) and C float32: weights kept in 16 bits, read at half the bytes.
  * 16-bit elements are widened exactly as they are read and the products are float32, so the
- * result is sgemm's on the widened operands, within sgemm's error bound. Both float32: sgemm. */
+ * result is sgemm's on the widened operands, within sgemm's error bound. Both float32: sgemm.
+ *
+ * Weights in a block type (b_type TESSERA_Q8_0 or TESSERA_Q4_0): tb = TESSERA_TRANS, B stored
+ * n x k with its blocks along k (a Linear layer's [out][in] rows, ggml's layout), k and ldb
+ * multiples of 32, a_type TESSERA_F32. Each row of op(A) is rounded to q8_0 per block of 32 (as
+ * tessera_convert rounds), and each block's product is an exact integer dot product times the
+ * two scales, summed over blocks in float32: the result is within (k / 32 + 16) 2^-24 (|alpha|
+ * S + |beta C|) of tessera::reference::gemm_block_b with round_a (S = sum_p |A_q(i,p) B(j,p)|
+ * over the rounded row and the dequantized weights). Against float32 activations (round_a
+ * false) the rounding adds at most |alpha| sum_b e_8(a_b) sum_(p in b) |B(j,p)|, a_b the block's
+ * largest |A(i,p)| and e_8(a) = 0.00443 a + 4e-6 (tessera_attention_desc's q8_0 bound). alpha = 0
+ * or k = 0 reads neither A nor B. The same C for any thread count. */
 TESSERA_API tessera_status tessera_gemm_ex(tessera_transpose ta, tessera_transpose tb, int64_t m,
                                            int64_t n, int64_t k, float alpha, tessera_dtype a_type,
                                            const void* a, int64_t lda, tessera_dtype b_type,

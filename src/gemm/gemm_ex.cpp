@@ -19,6 +19,7 @@
 #include "gemm/gemm_check.hpp"
 #include "gemm/gemm_driver.hpp"
 #include "gemm/gemm_plan.hpp"
+#include "gemm/gemm_quant.hpp"
 #include "gemm/gemm_split.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/threading.hpp"
@@ -282,6 +283,57 @@ Status run(const arch::KernelTable& t, const Problem& q) {
   return status.result();
 }
 
+// Weights in a block type: B^T stored n x k (blocks along k) against a float32 A.
+Status check_block_b(const arch::KernelTable& t, DType a_type, Transpose tb, int64_t k, int64_t ldb,
+                     DType b_type) {
+  TESSERA_CHECK(detail::check_block_kernels("b_type", b_type, t));
+  if (a_type != DType::f32)
+    return detail::fail(Status::invalid_argument,
+                        "a_type = %s: a block-type b_type (%s) takes a TESSERA_F32 a",
+                        detail::dtype_name(a_type), detail::dtype_name(b_type));
+  if (tb != Transpose::trans)
+    return detail::fail(Status::invalid_argument,
+                        "tb must be TESSERA_TRANS with b_type = %s (B stored n x k, its blocks "
+                        "along k)",
+                        detail::dtype_name(b_type));
+  TESSERA_CHECK(detail::check_blocks("k", k, b_type));
+  return detail::check_blocks("ldb", ldb, b_type);
+}
+
+Status run_block_b(const arch::KernelTable& t, Transpose ta, int64_t m, int64_t n, int64_t k,
+                   float alpha, const void* a, int64_t lda, DType b_type, const void* b,
+                   int64_t ldb, float beta, float* c, int64_t ldc) {
+  const detail::QuantGemm q{ta == Transpose::trans,
+                            m,
+                            n,
+                            k,
+                            alpha,
+                            beta,
+                            static_cast<const float*>(a),
+                            lda,
+                            b_type,
+                            static_cast<const uint8_t*>(b),
+                            ldb,
+                            c,
+                            ldc};
+  const detail::Verbose vb;
+  const Status st = detail::gemm_quant(t, q);
+  if (vb.on()) {
+    const detail::QuantGemmPlan p = detail::plan_quant_gemm(detail::active_tuning(), q);
+    char names[96];
+    const int r = int(std::min<int64_t>(t.quant.dot_rows, p.rows));
+    std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_dot_%s_%dx2_%s", t.name,
+                  detail::dtype_name(b_type), t.quant.dot_name ? t.quant.dot_name : "none", r,
+                  t.name);
+    vb.print("gemm_ex", st, p.few_rows ? "few-rows-int8-dot" : "int8-dot-blocks", names,
+             p.parallel ? tbb::this_task_arena::max_concurrency() : 1,
+             "m:%lld n:%lld k:%lld ta:%c tb:T task:%lldx%lld", (long long)m, (long long)n,
+             (long long)k, ta == Transpose::trans ? 'T' : 'N', (long long)p.rows,
+             (long long)p.cols);
+  }
+  return st;
+}
+
 }  // namespace
 
 Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -289,7 +341,7 @@ Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, floa
                float beta, float* c, int64_t ldc) {
   return detail::in_arena([&] {
     TESSERA_CHECK(detail::check_dtype("a_type", a_type));
-    TESSERA_CHECK(detail::check_dtype("b_type", b_type));
+    TESSERA_CHECK(detail::check_storage_type("b_type", b_type));
     TESSERA_CHECK(detail::check_gemm_sizes(m, n, k));
     TESSERA_CHECK(detail::check_transpose("ta", ta));
     TESSERA_CHECK(detail::check_ld("lda", lda, ta == Transpose::no_trans ? k : m));
@@ -298,15 +350,19 @@ Status gemm_ex(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, floa
     TESSERA_CHECK(detail::check_ld("ldb", ldb, tb == Transpose::no_trans ? n : k));
     TESSERA_CHECK(detail::check_ptr("b", b, k > 0 && n > 0));
     TESSERA_CHECK(detail::check_gemm_c(m, n, c, ldc));
+    const arch::KernelTable& t = detail::active_table();
+    if (detail::is_block(b_type)) TESSERA_CHECK(check_block_b(t, a_type, tb, k, ldb, b_type));
     detail::GemmSpans s;
     TESSERA_CHECK(detail::gemm_spans(ta, tb, m, n, k, lda, ldb, ldc, s));
-    TESSERA_CHECK(detail::check_disjoint(detail::region("c", c, s.c, 4),
-                                         {detail::region("a", a, s.a, dtype_bytes(a_type)),
-                                          detail::region("b", b, s.b, dtype_bytes(b_type))}));
+    TESSERA_CHECK(
+        detail::check_disjoint(detail::region("c", c, s.c, 4),
+                               {detail::region("a", a, s.a, dtype_bytes(a_type)),
+                                detail::region("b", b, detail::storage_bytes(b_type, s.b), 1)}));
     if (a_type == DType::f32 && b_type == DType::f32)
       return sgemm(ta, tb, m, n, k, alpha, static_cast<const float*>(a), lda,
                    static_cast<const float*>(b), ldb, beta, c, ldc);
-    const arch::KernelTable& t = detail::active_table();
+    if (detail::is_block(b_type))
+      return run_block_b(t, ta, m, n, k, alpha, a, lda, b_type, b, ldb, beta, c, ldc);
     const Problem q{ta == Transpose::trans, tb == Transpose::trans, m, n,  k, alpha, beta,
                     {a_type, a, lda},       {b_type, b, ldb},       c, ldc};
     const detail::Verbose vb;

@@ -87,6 +87,12 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // A 128-key tile at attn_dim 256 is 128 KB, a quarter of the smallest L2 here (512 KB), in L2
   // between the tanh and the dot products (not measured). Results do not depend on it.
   t.additive_keys_per_task = 128;
+  // A task's rows rounded to int8 (64 x k bytes: 256 KB at k = 4096) and its weight rows (256
+  // KB) together half of the smallest L2 here (1 MB of x86-zen4 / zen5; 512 KB of
+  // x86-generic's is the exception, where they spill to L3). Not measured yet; results do not
+  // depend on them.
+  t.quant_gemm_rows_per_task = 64;
+  t.quant_gemm_chunk_bytes = 256 * KB;
   return t;
 }
 
@@ -126,6 +132,10 @@ Tuning arm_row(CpuClass c, const Caches& typical, double l2_core, double min_par
   t.hgemm_block_panels = 8;
   // The q + K tile a quarter of that L2 at attn_dim 256, as on x86 (not measured).
   t.additive_keys_per_task = std::clamp<int64_t>(int64_t(l2_core / 4 / 1024), 16, 128);
+  // As x86: the rows' int8 and the weight rows each a quarter of the L2 a core has at k = 4096
+  // (32 rows on 512 KB; 16 on 128 KB). Not measured; results do not depend on them.
+  t.quant_gemm_rows_per_task = std::clamp<int64_t>(int64_t(l2_core / 4 / 4096) / 8 * 8, 8, 64);
+  t.quant_gemm_chunk_bytes = l2_core / 4;
   return t;
 }
 

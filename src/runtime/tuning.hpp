@@ -41,6 +41,11 @@ struct Tuning {
   int64_t hgemm_block_panels;  // NR-column panels (one B panel reused across the rows)
   // Batched additive attention (src/layers/additive_batch.cpp)
   int64_t additive_keys_per_task;  // keys per score task (its q + K tile stays in L2)
+  // Block-type weights (src/gemm/gemm_quant.cpp): a task's rows of C (up to this many rows the
+  // weights are read once, in tasks over columns) and its weight rows' bytes (kept in L2 while
+  // its rows go by)
+  int64_t quant_gemm_rows_per_task;
+  double quant_gemm_chunk_bytes;
 };
 
 const Tuning& tuning_row(CpuClass c);

@@ -1,0 +1,138 @@
+// The block-type weights' executor (gemm_quant.hpp). Two steps: A's rows rounded to q8_0 into
+// the call's scratch (split in row chunks among threads when there are many), then a grid of
+// tasks, each a block of rows by a chunk of weight rows, the rows in groups of the dot kernels'
+// R. The split follows from the shape and the tuning row, and the dot kernels give each row and
+// key the same sum wherever it falls in a call, so C is the same for any thread count.
+#include "gemm/gemm_quant.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gemm/gemm_split.hpp"
+#include "runtime/error.hpp"
+#include "runtime/scratch.hpp"
+
+namespace tessera::detail {
+namespace {
+
+using gemm_split::ceil_div;
+using gemm_split::line_floats;
+
+// C = beta C (k = 0 or alpha = 0: A and B unread; beta = 0 never reads C).
+void scale_c(const QuantGemm& q) {
+  for (int64_t i = 0; i < q.m; ++i) {
+    float* ci = q.c + i * q.ldc;
+    if (q.beta == 0.0f)
+      std::fill(ci, ci + q.n, 0.0f);
+    else
+      for (int64_t j = 0; j < q.n; ++j) ci[j] *= q.beta;
+  }
+}
+
+// A's rows as QuantRows: qs (m x k int8) then the scales (m x k / 32 floats), in one buffer.
+struct QuantizedA {
+  int8_t* qs;
+  float* d;
+};
+
+constexpr int64_t kQuantizeRowsPerTask = 32;
+
+Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGemmPlan& plan,
+                  QuantizedA& out) {
+  const int64_t blocks = q.k / kBlockValues;
+  const size_t qs_floats = line_floats(size_t(q.m * q.k / 4));
+  float* buf = thread_scratch(ScratchSlot::gemm_a).floats(qs_floats + size_t(q.m * blocks));
+  if (buf == nullptr) return fail(Status::out_of_memory, "cannot allocate the rounded rows of a");
+  out = {reinterpret_cast<int8_t*>(buf), buf + qs_floats};
+  const float* a = q.a;
+  int64_t lda = q.lda;
+  if (q.ta) {  // rows of op(A) gathered first (m k floats against m n k products)
+    float* t = thread_scratch(ScratchSlot::gemm_b).floats(size_t(q.m * q.k));
+    if (t == nullptr) return fail(Status::out_of_memory, "cannot allocate the transposed a");
+    for (int64_t p = 0; p < q.k; ++p)
+      for (int64_t i = 0; i < q.m; ++i) t[i * q.k + p] = q.a[p * q.lda + i];
+    a = t, lda = q.k;
+  }
+  const auto rows = [&](int64_t i0, int64_t i1) {
+    kt.quant.quantize_rows(i1 - i0, q.k, a + i0 * lda, lda, out.qs + i0 * q.k, out.d + i0 * blocks);
+  };
+  const int64_t chunks = ceil_div(q.m, kQuantizeRowsPerTask);
+  if (!plan.parallel || chunks == 1)
+    rows(0, q.m);
+  else
+    gemm_split::for_each_task(chunks, [&](int64_t t) {
+      rows(t * kQuantizeRowsPerTask, std::min(q.m, (t + 1) * kQuantizeRowsPerTask));
+    });
+  return Status::ok;
+}
+
+}  // namespace
+
+QuantGemmPlan plan_quant_gemm(const Tuning& tn, const QuantGemm& q) {
+  QuantGemmPlan p{};
+  p.few_rows = q.m <= tn.quant_gemm_rows_per_task;
+  p.rows = std::max<int64_t>(1, std::min(q.m, tn.quant_gemm_rows_per_task));
+  // Weight rows of a task: its share of L2 (tuning), whole groups of 16 keys.
+  const double row_bytes = double(storage_bytes(q.b_type, std::max<int64_t>(q.k, kBlockValues)));
+  p.cols = std::max<int64_t>(16, int64_t(tn.quant_gemm_chunk_bytes / row_bytes) / 16 * 16);
+  const double macs = double(q.m) * double(q.n) * double(q.k);
+  const double b_bytes = row_bytes * double(q.n);
+  p.parallel = macs >= (p.few_rows ? tn.min_parallel_macs_few_rows : tn.min_parallel_macs) ||
+               b_bytes >= tn.min_parallel_operand_bytes;
+  // Enough tasks for every thread: about 4 a thread where the weights alone cannot give them.
+  if (p.parallel) {
+    const int64_t want = 4 * int64_t(tbb::this_task_arena::max_concurrency());
+    const int64_t row_blocks = ceil_div(q.m, p.rows);
+    if (row_blocks * ceil_div(q.n, p.cols) < want)
+      p.cols = std::max<int64_t>(16, ceil_div(ceil_div(q.n, ceil_div(want, row_blocks)), 16) * 16);
+  }
+  return p;
+}
+
+Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q) {
+  if (q.m == 0 || q.n == 0) return Status::ok;
+  if (q.k == 0 || q.alpha == 0.0f) {
+    scale_c(q);
+    return Status::ok;
+  }
+  const QuantGemmPlan plan = plan_quant_gemm(active_tuning(), q);
+  const int t = block_index(q.b_type);
+  const int R = kt.quant.dot_rows;
+  const int64_t blocks = q.k / kBlockValues, ldb = storage_bytes(q.b_type, q.ldb);
+  // beta != 0: each call's sums go to the task's buffer first (the kernels write alpha sum).
+  gemm_split::TaskScratch scratch;
+  const size_t task_floats = q.beta == 0.0f ? 0 : line_floats(size_t(R * plan.cols));
+  if (!scratch.reserve(task_floats, plan.parallel))
+    return fail(Status::out_of_memory, "cannot allocate the sums of a task");
+  QuantizedA qa{};
+  TESSERA_CHECK(quantize_a(kt, q, plan, qa));
+  const int64_t row_blocks = ceil_div(q.m, plan.rows), col_chunks = ceil_div(q.n, plan.cols);
+  const auto task = [&](int64_t index) {
+    const int64_t i0 = index / col_chunks * plan.rows, j0 = index % col_chunks * plan.cols;
+    const int64_t i1 = std::min(q.m, i0 + plan.rows), nj = std::min(plan.cols, q.n - j0);
+    const uint8_t* bj = q.b + j0 * ldb;
+    scratch.with_slice([&](float* sums) {
+      for (int64_t i = i0; i < i1; i += R) {
+        const int r = int(std::min<int64_t>(R, i1 - i));
+        const arch::QuantRows rows{qa.qs + i * q.k, qa.d + i * blocks, q.k, blocks};
+        float* ci = q.c + i * q.ldc + j0;
+        if (sums == nullptr) {
+          kt.quant.dot[t][r](rows, bj, ldb, nj, ci, q.ldc, q.alpha);
+          continue;
+        }
+        kt.quant.dot[t][r](rows, bj, ldb, nj, sums, plan.cols, q.alpha);
+        for (int64_t x = 0; x < r; ++x)
+          for (int64_t j = 0; j < nj; ++j)
+            ci[x * q.ldc + j] = sums[x * plan.cols + j] + q.beta * ci[x * q.ldc + j];
+      }
+    });
+  };
+  if (!plan.parallel) {
+    for (int64_t index = 0; index < row_blocks * col_chunks; ++index) task(index);
+  } else {
+    gemm_split::for_each_task(row_blocks * col_chunks, task);
+  }
+  return Status::ok;
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,40 @@
+// GEMM against weights stored in a block type (q8_0 or q4_0): C = alpha op(A) B^T + beta C with
+// A float32 (m x k), B n x k stored in blocks of 32 along k (a Linear layer's [out][in] weight
+// rows, ggml's layout), C float32. Each row of A is rounded to q8_0 once per call (the table's
+// quantize_rows, as fused attention rounds its queries) and multiplied by the table's integer dot
+// kernels (arch/common/quant.hpp: QuantKernels::dot, the same kernels as the quantized K of fused
+// attention): per block an exact int32 dot product, times the two scales in float32.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/check.hpp"
+#include "runtime/tuning.hpp"
+
+namespace tessera::detail {
+
+struct QuantGemm {
+  bool ta;  // A stored k x m
+  int64_t m, n, k;
+  float alpha, beta;
+  const float* a;
+  int64_t lda;
+  DType b_type;  // q8_0 or q4_0
+  const uint8_t* b;
+  int64_t ldb;  // values between rows of B (a multiple of 32)
+  float* c;
+  int64_t ldc;
+};
+
+// The planner's split, from the shape and the tuning row alone: tasks of `rows` rows of C by
+// `cols` columns (a task's weight rows stay in L2 while its rows go by in groups of the dot
+// kernels' R). few_rows: one row block (decode), the tasks over columns only.
+struct QuantGemmPlan {
+  bool few_rows, parallel;
+  int64_t rows, cols;
+};
+QuantGemmPlan plan_quant_gemm(const Tuning& tn, const QuantGemm& q);
+
+Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q);
+
+}  // namespace tessera::detail
