@@ -276,6 +276,25 @@ using QuantDotFn = void (*)(const QuantRows& q, const uint8_t* k, int64_t ldk, i
 // bytes apart dequantized in registers (p rows ldp apart, O rows ldo apart).
 using QuantPvFn = void (*)(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv,
                            int64_t blocks, float* o, int64_t ldo);
+// qgemm_vnni512.hpp: block-type weights packed for an integer GEMM tile (the table's
+// QuantKernels::gemm_pack), against rows of A rounded to q8_0. Row r's block b: 32 int8 at
+// qs[r ld + 32 b], its scale d[r blocks + b] and start[r blocks + b] = -off sum_i qs (off: the
+// weights' offset to unsigned, 128 for q8_0, 8 for q4_0).
+struct QGemmRows {
+  const int8_t* qs;
+  int64_t ld;
+  const float* d;
+  const int32_t* start;
+  int64_t blocks;
+};
+// C[r][0:cols] = alpha sum_b (dq dk) isum_b (+ beta C) for r < R rows (the table's index) and one
+// packed panel of gemm_nr columns (cols <= gemm_nr written); beta = 0 never reads C.
+using QGemmFn = void (*)(const QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc,
+                         int64_t cols, float alpha, float beta);
+// cols <= gemm_nr weight rows of `blocks` blocks (ldb bytes apart, ldb gemm_nr < 2^31) into
+// one panel of gemm_block_bytes[t] bytes per block (the missing columns' scales zero).
+using QGemmPackFn = void (*)(int64_t cols, int64_t blocks, const uint8_t* b, int64_t ldb,
+                             uint8_t* panel);
 struct QuantKernels {
   // n values (a multiple of kQBlock) to and from blocks (tessera_convert's rounding).
   void (*quantize[2])(int64_t n, const float* x, uint8_t* y);
@@ -287,6 +306,13 @@ struct QuantKernels {
   int dot_rows;  // R = 1..dot_rows
   QuantDotFn dot[2][kMaxDotRows + 1];
   QuantPvFn pv[2][kMaxDotRows + 1];
+  // The packed GEMM tile: gemm[t][r] for r = 1..gemm_mr rows by gemm_nr columns, panels of
+  // gemm_block_bytes[t] bytes per block packed by gemm_pack[t]; gemm_mr 0: none (the dot kernels
+  // serve every shape).
+  int gemm_mr = 0, gemm_nr = 0;
+  int64_t gemm_block_bytes[2] = {};
+  QGemmFn gemm[2][kMaxMR + 1] = {};
+  QGemmPackFn gemm_pack[2] = {};
   const char* dot_name;      // the instruction the dot kernels are built on ("vpdpbusd", "sdot")
   const char* feature = "";  // a CPU feature the kernels need beyond their table's, if any
 };

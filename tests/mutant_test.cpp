@@ -103,6 +103,20 @@ struct QuantMutants {
     rows(r, d, x, ldx, qs, sc);
     if (r > 0 && d > 0) sc[r * (d / 32) - 1] = nudge(sc[r * (d / 32) - 1], 0x1p-10f);
   }
+  static inline arch::QGemmFn gemm = nullptr;
+  static inline arch::QGemmPackFn pack = nullptr;
+  static inline int64_t pack_block_bytes = 0;
+  static void gemm_short(const arch::QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc,
+                         int64_t cols, float alpha, float beta) {
+    arch::QGemmRows fewer = a;
+    fewer.blocks = a.blocks > 1 ? a.blocks - 1 : a.blocks;
+    gemm(fewer, panel, c, ldc, cols, alpha, beta);
+  }
+  static void pack_last(int64_t cols, int64_t blocks, const uint8_t* b, int64_t ldb,
+                        uint8_t* panel) {
+    pack(cols, blocks, b, ldb, panel);
+    if (blocks > 0) panel[blocks * pack_block_bytes - 1] ^= 1;
+  }
 };
 
 // The rotary kernels: the last cosine of the table, or the last rotated value of the last head,
@@ -224,6 +238,20 @@ RowMutant mutate(const KernelRow& real) {
           reinterpret_cast<void (*)(int64_t, int64_t, const float*, int64_t, int8_t*, float*)>(f);
       r.fn = reinterpret_cast<const void*>(&QuantMutants::rows_last);
       m.defect = "perturbs the last row's last scale";
+      break;
+    case KernelFamily::quant_gemm_q8_0:
+    case KernelFamily::quant_gemm_q4_0:
+      QuantMutants::gemm = reinterpret_cast<arch::QGemmFn>(f);
+      r.fn = reinterpret_cast<const void*>(&QuantMutants::gemm_short);
+      m.defect = "leaves the last block out";
+      break;
+    case KernelFamily::quant_gemm_pack_q8_0:
+    case KernelFamily::quant_gemm_pack_q4_0:
+      QuantMutants::pack = reinterpret_cast<arch::QGemmPackFn>(f);
+      QuantMutants::pack_block_bytes =
+          real.family == KernelFamily::quant_gemm_pack_q8_0 ? 32 + 512 : 32 + 256;
+      r.fn = reinterpret_cast<const void*>(&QuantMutants::pack_last);
+      m.defect = "flips a bit of the last block's last byte";
       break;
     case KernelFamily::rope_angles_neox:
     case KernelFamily::rope_angles_gptj:

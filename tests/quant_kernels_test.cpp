@@ -222,7 +222,8 @@ TEST(QuantKernels, EveryRegisteredKernelOnItsEdgeLattice) {
   TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   int tested = 0;
   for (const KernelRow& row : tessera::detail::kernel_registry()) {
-    if (row.family < KernelFamily::quant_dot_q8_0 || row.family > KernelFamily::quantize_rows_q8_0)
+    if (row.family < KernelFamily::quant_dot_q8_0 ||
+        row.family > KernelFamily::quant_gemm_pack_q4_0)
       continue;
     SCOPED_TRACE(row.name);
     testers::quant_kernel(row);
@@ -254,6 +255,11 @@ void testers::quant_kernel(const KernelRow& row) {
       return test_dequantize(row, 1);
     case KernelFamily::quantize_rows_q8_0:
       return test_quantize_rows(row);
+    case KernelFamily::quant_gemm_q8_0:
+    case KernelFamily::quant_gemm_q4_0:
+    case KernelFamily::quant_gemm_pack_q8_0:
+    case KernelFamily::quant_gemm_pack_q4_0:
+      return testers::quant_gemm_kernel(row);
     default:
       FAIL() << row.name << " is not a kernel of the block types";
   }

@@ -13,6 +13,8 @@ void registered_kernel(const tessera::detail::KernelRow& row);
 void convert_kernel(const tessera::detail::KernelRow& row);
 // The block types' kernels (quant_kernels_test.cpp).
 void quant_kernel(const tessera::detail::KernelRow& row);
+// The packed GEMM tile of block-type weights and its packers (quant_gemm_kernels_test.cpp).
+void quant_gemm_kernel(const tessera::detail::KernelRow& row);
 // The rotary embedding's kernels (rope_test.cpp).
 void rope_kernel(const tessera::detail::KernelRow& row);
 

@@ -2,12 +2,31 @@
 // AVX512-VNNI on top of the avx512 flags (CMakeLists.txt) and added to the table by
 // src/runtime/dispatch.cpp where CPUID has that feature; apart, so that nothing else in the
 // table is compiled for it. The dot kernels are quant_vnni512.hpp's (two blocks a zmm, no sign
-// work); the quantizers and P V are the avx512 ones.
+// work); the quantizers and P V are the avx512 ones. The packed GEMM tile of block-type weights,
+// 8 rows by 16 columns, is qgemm_vnni512.hpp's.
 #include "../common/quant.hpp"
+#include "qgemm_vnni512.hpp"
 #include "quant_vnni512.hpp"
 #include "quant_x86.hpp"
 
 namespace tessera::arch {
+
+namespace {
+
+// 8 rows: 8 int32 and 8 float32 accumulators, the weights' vector and nibbles, within 32 zmm.
+constexpr int kQGemmMr = 8;
+
+template <int... R>
+void fill_qgemm(QuantKernels& k, std::integer_sequence<int, R...>) {
+  k.gemm_mr = kQGemmMr, k.gemm_nr = kQGemmNr;
+  for (int t = 0; t < 2; ++t) k.gemm_block_bytes[t] = kQGemmBlockBytes[t];
+  ((k.gemm[0][R + 1] = &qgemm_vnni512<0, R + 1>), ...);
+  ((k.gemm[1][R + 1] = &qgemm_vnni512<1, R + 1>), ...);
+  k.gemm_pack[0] = &qgemm_pack_vnni512<0>;
+  k.gemm_pack[1] = &qgemm_pack_vnni512<1>;
+}
+
+}  // namespace
 
 const QuantKernels& avx512_vnni_quant_kernels() {
   static const QuantKernels kernels = [] {
@@ -18,6 +37,7 @@ const QuantKernels& avx512_vnni_quant_kernels() {
     k.dot[1][1] = &quant_dot_vnni512<1, 1>, k.dot[1][2] = &quant_dot_vnni512<1, 2>;
     k.dot[1][3] = &quant_dot_vnni512<1, 3>, k.dot[1][4] = &quant_dot_vnni512<1, 4>;
     static_assert(kMaxDotRows == 4, "a kernel per row count");
+    fill_qgemm(k, std::make_integer_sequence<int, kQGemmMr>());
 #endif
     k.feature = "avx512_vnni";
     return k;

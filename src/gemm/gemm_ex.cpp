@@ -319,14 +319,21 @@ Status run_block_b(const arch::KernelTable& t, Transpose ta, int64_t m, int64_t 
   const detail::Verbose vb;
   const Status st = detail::gemm_quant(t, q);
   if (vb.on()) {
-    const detail::QuantGemmPlan p = detail::plan_quant_gemm(detail::active_tuning(), q);
+    const detail::QuantGemmPlan p = detail::plan_quant_gemm(t, detail::active_tuning(), q);
     char names[96];
     const int r = int(std::min<int64_t>(t.quant.dot_rows, p.rows));
-    std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_dot_%s_%dx2_%s", t.name,
-                  detail::dtype_name(b_type), t.quant.dot_name ? t.quant.dot_name : "none", r,
-                  t.name);
-    vb.print("gemm_ex", st, p.few_rows ? "few-rows-int8-dot" : "int8-dot-blocks", names,
-             p.parallel ? tbb::this_task_arena::max_concurrency() : 1,
+    const char* dot = t.quant.dot_name ? t.quant.dot_name : "none";
+    if (p.packed)
+      std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_gemm_%s_%dx%d_%s", t.name,
+                    detail::dtype_name(b_type), dot, t.quant.gemm_mr, t.quant.gemm_nr, t.name);
+    else
+      std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_dot_%s_%dx2_%s", t.name,
+                    detail::dtype_name(b_type), dot, r, t.name);
+    vb.print("gemm_ex", st,
+             p.few_rows ? "few-rows-int8-dot"
+             : p.packed ? "int8-gemm-packed-b"
+                        : "int8-dot-blocks",
+             names, p.parallel ? tbb::this_task_arena::max_concurrency() : 1,
              "m:%lld n:%lld k:%lld ta:%c tb:T task:%lldx%lld", (long long)m, (long long)n,
              (long long)k, ta == Transpose::trans ? 'T' : 'N', (long long)p.rows,
              (long long)p.cols);

@@ -29,10 +29,12 @@ void scale_c(const QuantGemm& q) {
   }
 }
 
-// A's rows as QuantRows: qs (m x k int8) then the scales (m x k / 32 floats), in one buffer.
+// A's rows as QuantRows: qs (m x k int8), the scales (m x k / 32 floats) and, for the packed
+// tile, each block's start -off sum q (int32), in one buffer.
 struct QuantizedA {
   int8_t* qs;
   float* d;
+  int32_t* start;
 };
 
 constexpr int64_t kQuantizeRowsPerTask = 32;
@@ -41,9 +43,14 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
                   QuantizedA& out) {
   const int64_t blocks = q.k / kBlockValues;
   const size_t qs_floats = line_floats(size_t(q.m * q.k / 4));
-  float* buf = thread_scratch(ScratchSlot::gemm_a).floats(qs_floats + size_t(q.m * blocks));
+  const size_t d_floats = line_floats(size_t(q.m * blocks));
+  float* buf = thread_scratch(ScratchSlot::gemm_a)
+                   .floats(qs_floats + d_floats + (plan.packed ? size_t(q.m * blocks) : 0));
   if (buf == nullptr) return fail(Status::out_of_memory, "cannot allocate the rounded rows of a");
-  out = {reinterpret_cast<int8_t*>(buf), buf + qs_floats};
+  out = {reinterpret_cast<int8_t*>(buf), buf + qs_floats,
+         plan.packed ? static_cast<int32_t*>(static_cast<void*>(buf + qs_floats + d_floats))
+                     : nullptr};
+  const int32_t off = q.b_type == DType::q8_0 ? 128 : 8;
   const float* a = q.a;
   int64_t lda = q.lda;
   if (q.ta) {  // rows of op(A) gathered first (m k floats against m n k products)
@@ -55,6 +62,12 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
   }
   const auto rows = [&](int64_t i0, int64_t i1) {
     kt.quant.quantize_rows(i1 - i0, q.k, a + i0 * lda, lda, out.qs + i0 * q.k, out.d + i0 * blocks);
+    if (out.start == nullptr) return;
+    for (int64_t x = i0 * blocks; x < i1 * blocks; ++x) {
+      int32_t sum = 0;
+      for (int i = 0; i < kBlockValues; ++i) sum += out.qs[x * kBlockValues + i];
+      out.start[x] = -off * sum;
+    }
   };
   const int64_t chunks = ceil_div(q.m, kQuantizeRowsPerTask);
   if (!plan.parallel || chunks == 1)
@@ -66,11 +79,56 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
   return Status::ok;
 }
 
+// B packed once into the tile's panels (a task per group of panels), then tasks of row blocks
+// by panel groups: each group of gemm_mr rows against each of the group's panels (its rows'
+// int8 stay in L1 while the panels come from L2).
+Status packed_gemm(const arch::KernelTable& kt, const QuantGemm& q, const QuantGemmPlan& plan,
+                   const QuantizedA& qa) {
+  const arch::QuantKernels& qk = kt.quant;
+  const int t = block_index(q.b_type);
+  const int64_t NR = qk.gemm_nr, MR = qk.gemm_mr, blocks = q.k / kBlockValues;
+  const int64_t panels = ceil_div(q.n, NR), panel_bytes = blocks * qk.gemm_block_bytes[t];
+  const int64_t group = std::max<int64_t>(1, plan.cols / NR), groups = ceil_div(panels, group);
+  auto* packed = reinterpret_cast<uint8_t*>(
+      thread_scratch(ScratchSlot::gemm_b).floats(size_t(ceil_div(panels * panel_bytes, 4))));
+  if (packed == nullptr) return fail(Status::out_of_memory, "cannot allocate the packed weights");
+  const int64_t ldb = storage_bytes(q.b_type, q.ldb);
+  const auto pack = [&](int64_t g) {
+    for (int64_t p = g * group; p < std::min(panels, (g + 1) * group); ++p)
+      qk.gemm_pack[t](std::min(NR, q.n - p * NR), blocks, q.b + p * NR * ldb, ldb,
+                      packed + p * panel_bytes);
+  };
+  const int64_t row_blocks = ceil_div(q.m, plan.rows);
+  const auto task = [&](int64_t index) {
+    const int64_t i0 = index / groups * plan.rows, i1 = std::min(q.m, i0 + plan.rows);
+    const int64_t p0 = index % groups * group, p1 = std::min(panels, p0 + group);
+    for (int64_t i = i0; i < i1; i += MR) {
+      const int r = int(std::min(MR, i1 - i));
+      const arch::QGemmRows rows{qa.qs + i * q.k, q.k, qa.d + i * blocks, qa.start + i * blocks,
+                                 blocks};
+      for (int64_t p = p0; p < p1; ++p)
+        qk.gemm[t][r](rows, packed + p * panel_bytes, q.c + i * q.ldc + p * NR, q.ldc,
+                      std::min(NR, q.n - p * NR), q.alpha, q.beta);
+    }
+  };
+  if (!plan.parallel) {
+    for (int64_t g = 0; g < groups; ++g) pack(g);
+    for (int64_t index = 0; index < row_blocks * groups; ++index) task(index);
+  } else {
+    gemm_split::for_each_task(groups, pack);
+    gemm_split::for_each_task(row_blocks * groups, task);
+  }
+  return Status::ok;
+}
+
 }  // namespace
 
-QuantGemmPlan plan_quant_gemm(const Tuning& tn, const QuantGemm& q) {
+QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, const QuantGemm& q) {
   QuantGemmPlan p{};
   p.few_rows = q.m <= tn.quant_gemm_rows_per_task;
+  // (the packers address a panel's rows by 32-bit offsets: QGemmPackFn)
+  p.packed = !p.few_rows && kt.quant.gemm_mr > 0 &&
+             double(storage_bytes(q.b_type, q.ldb)) * kt.quant.gemm_nr < 0x1p31;
   p.rows = std::max<int64_t>(1, std::min(q.m, tn.quant_gemm_rows_per_task));
   // Weight rows of a task: its share of L2 (tuning), whole groups of 16 keys.
   const double row_bytes = double(storage_bytes(q.b_type, std::max<int64_t>(q.k, kBlockValues)));
@@ -95,7 +153,12 @@ Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q) {
     scale_c(q);
     return Status::ok;
   }
-  const QuantGemmPlan plan = plan_quant_gemm(active_tuning(), q);
+  const QuantGemmPlan plan = plan_quant_gemm(kt, active_tuning(), q);
+  if (plan.packed) {
+    QuantizedA qa{};
+    TESSERA_CHECK(quantize_a(kt, q, plan, qa));
+    return packed_gemm(kt, q, plan, qa);
+  }
   const int t = block_index(q.b_type);
   const int R = kt.quant.dot_rows;
   const int64_t blocks = q.k / kBlockValues, ldb = storage_bytes(q.b_type, q.ldb);

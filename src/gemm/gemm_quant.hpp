@@ -29,11 +29,14 @@ struct QuantGemm {
 // The planner's split, from the shape and the tuning row alone: tasks of `rows` rows of C by
 // `cols` columns (a task's weight rows stay in L2 while its rows go by in groups of the dot
 // kernels' R). few_rows: one row block (decode), the tasks over columns only.
+// packed: many rows on a table with a packed GEMM tile (QuantKernels::gemm): B packed once per
+// call into its panels, then the tile over row groups and panels; otherwise the dot kernels read
+// B as stored.
 struct QuantGemmPlan {
-  bool few_rows, parallel;
+  bool few_rows, packed, parallel;
   int64_t rows, cols;
 };
-QuantGemmPlan plan_quant_gemm(const Tuning& tn, const QuantGemm& q);
+QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, const QuantGemm& q);
 
 Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q);
 

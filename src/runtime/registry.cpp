@@ -44,6 +44,10 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "dequantize_q8_0",
                                         "dequantize_q4_0",
                                         "quantize_rows_q8_0",
+                                        "quant_gemm_q8_0",
+                                        "quant_gemm_q4_0",
+                                        "quant_gemm_pack_q8_0",
+                                        "quant_gemm_pack_q4_0",
                                         "rope_angles_neox",
                                         "rope_angles_gptj",
                                         "rope_rotate_neox",
@@ -108,6 +112,19 @@ struct Adder {
     }
     conversion(KernelFamily::quantize_rows_q8_0, "q8_0_rows_from_f32",
                reinterpret_cast<const void*>(q.quantize_rows));
+    // The packed GEMM tile: q8_0_gemm_vpdpbusd_8x16_avx512, q8_0_gemm_pack_16_avx512.
+    const KernelFamily gemms[2] = {KernelFamily::quant_gemm_q8_0, KernelFamily::quant_gemm_q4_0};
+    const KernelFamily packs[2] = {KernelFamily::quant_gemm_pack_q8_0,
+                                   KernelFamily::quant_gemm_pack_q4_0};
+    const std::string gemm = std::string("gemm_") + (q.dot_name ? q.dot_name : "");
+    for (int i = 0; i < 2 && q.gemm_mr > 0; ++i) {
+      for (int r = 1; r <= q.gemm_mr; ++r)
+        add(gemms[i], gemm.c_str(), r, q.gemm_nr, 0, 0, reinterpret_cast<const void*>(q.gemm[i][r]),
+            types[i], q.feature);
+      const std::string pack = std::string(types[i]) + "_gemm_pack_" + std::to_string(q.gemm_nr);
+      conversion(packs[i], pack.c_str(), reinterpret_cast<const void*>(q.gemm_pack[i]), q.feature);
+      out.back().cols = q.gemm_nr;  // the panel's width
+    }
   }
 
   // The MR x NR tile's kernels (the table's own, or its deep tile's).

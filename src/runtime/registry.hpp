@@ -49,6 +49,10 @@ enum class KernelFamily : uint8_t {
   dequantize_q8_0,          // QuantKernels::dequantize[0]
   dequantize_q4_0,          // QuantKernels::dequantize[1]
   quantize_rows_q8_0,       // QuantKernels::quantize_rows: query rows to int8 and scales
+  quant_gemm_q8_0,          // QGemmFn: q8_0 rows against packed q8_0 weights, a tile of C
+  quant_gemm_q4_0,          // QGemmFn: the same with q4_0 weights
+  quant_gemm_pack_q8_0,     // QGemmPackFn: q8_0 weight rows into the tile's panel
+  quant_gemm_pack_q4_0,     // QGemmPackFn: the same for q4_0
   rope_angles_neox,         // RopeKernels::angles[0]: a position's cosines and sines, halves
   rope_angles_gptj,         // RopeKernels::angles[1]: the same, pairs interleaved
   rope_rotate_neox,         // RopeKernels::rotate[0]: a token's heads turned, halves paired

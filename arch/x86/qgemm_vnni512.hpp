@@ -1,0 +1,128 @@
+// The integer GEMM tile of block-type weights on AVX512-VNNI (QGemmFn and QGemmPackFn,
+// arch/kernels.hpp), by intrinsics: xsimd 8.1 has no vpdpbusd.
+//
+// Contract:
+//  - A panel holds 16 weight rows (C's columns, one per int32 lane) block by block: the 16
+//    scales as f16 (32 bytes), then the block's 32 values as unsigned bytes, offset (q8_0:
+//    q + 128; q4_0: the stored n = q + 8), in the order vpdpbusd takes them: q8_0 8 vectors of
+//    64 bytes, vector g lane c holding values 4g..4g+3 of column c; q4_0 4 vectors whose low
+//    nibbles are values 4g..4g+3 and high nibbles 4g+16..4g+19. Missing columns are zero
+//    (scale 0). 544 or 288 bytes a block: the weights' own bytes, regrouped. ldb * 15 must fit
+//    in int32 (the gather's offsets): weight rows under 143 MB apart.
+//  - gemm[t][R]: per row and block an int32 lane sum started at start = -off sum q (so that it
+//    is sum q k exactly: |q| <= 127, the offset values <= 255, 32 products within int32), then
+//    converted and scaled by dq dk (one float rounding each) into a float32 accumulator, blocks
+//    in order; alpha (and beta C) at the store. The same sum for a row whatever R.
+//  - Stateless, no allocation; reads the panel's blocks and A's rows only.
+//
+// Per block and 16 columns a row costs 8 vpdpbusd (A's 4 bytes broadcast from memory) and 3
+// float operations; the panel's loads (and q4_0's nibble split) are shared by the R rows.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "../kernels.hpp"
+
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+
+inline constexpr int kQGemmNr = 16;
+inline constexpr int64_t kQGemmBlockBytes[2] = {32 + 512, 32 + 256};
+
+// A panel's block g-th vector is the 4-byte word g of each column's data (q4_0's stored byte
+// 4g + j holds values 4g + j and 4g + j + 16: the layout above as stored), so packing is a
+// gather of words per vector, q8_0's offset one xor.
+template <int T>
+void qgemm_pack_vnni512(int64_t cols, int64_t blocks, const uint8_t* b, int64_t ldb,
+                        uint8_t* panel) {
+  constexpr int64_t BS = kQBlockBytes[T];
+  constexpr int kWords = T == 0 ? 8 : 4;
+  const __mmask16 m = cols >= kQGemmNr ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __m512i rows =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(int32_t(ldb)));
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    uint8_t* out = panel + blk * kQGemmBlockBytes[T];
+    const uint8_t* src = b + blk * BS;
+    const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, rows, src, 1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(d));
+    for (int g = 0; g < kWords; ++g) {
+      __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, rows, src + 2 + 4 * g, 1);
+      if constexpr (T == 0) w = _mm512_xor_si512(w, _mm512_set1_epi8(-128));
+      _mm512_storeu_si512(out + 32 + 64 * g, w);
+    }
+  }
+}
+
+namespace qgemm512 {
+
+inline __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+}  // namespace qgemm512
+
+// R rows; rows of one or two take two int32 chains per block (vpdpbusd's latency, not its
+// throughput, would bound a single chain), summed exactly.
+template <int T, int R>
+void qgemm_vnni512(const QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc, int64_t cols,
+                   float alpha, float beta) {
+  using qgemm512::bcast4;
+  constexpr int kChains = R <= 2 ? 2 : 1;
+  const int64_t blocks = a.blocks;
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const __m512i nib = _mm512_set1_epi8(15);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = panel + b * kQGemmBlockBytes[T];
+    const __m512 dk = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    __m512i is[kChains][R];
+    for (int r = 0; r < R; ++r) {
+      is[0][r] = _mm512_set1_epi32(a.start[r * blocks + b]);
+      if constexpr (kChains == 2) is[1][r] = _mm512_setzero_si512();
+    }
+    const int8_t* q = a.qs + b * kQBlock;
+    if constexpr (T == 0) {
+#pragma GCC unroll 8
+      for (int g = 0; g < 8; ++g) {
+        const __m512i w = _mm512_loadu_si512(p + 32 + 64 * g);
+        for (int r = 0; r < R; ++r)
+          is[g % kChains][r] =
+              _mm512_dpbusd_epi32(is[g % kChains][r], w, bcast4(q + r * a.ld + 4 * g));
+      }
+    } else {
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        const __m512i raw = _mm512_loadu_si512(p + 32 + 64 * g);
+        const __m512i lo = _mm512_and_si512(raw, nib);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib);
+        for (int r = 0; r < R; ++r) {
+          is[0][r] = _mm512_dpbusd_epi32(is[0][r], lo, bcast4(q + r * a.ld + 4 * g));
+          is[kChains - 1][r] =
+              _mm512_dpbusd_epi32(is[kChains - 1][r], hi, bcast4(q + r * a.ld + 16 + 4 * g));
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512i sum = kChains == 2 ? _mm512_add_epi32(is[0][r], is[kChains - 1][r]) : is[0][r];
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                               _mm512_mul_ps(dk, _mm512_set1_ps(a.d[r * blocks + b])), acc[r]);
+    }
+  }
+  const __mmask16 m = cols >= kQGemmNr ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int r = 0; r < R; ++r) {
+    __m512 out = _mm512_mul_ps(va, acc[r]);
+    if (beta != 0.0f)
+      out = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m, c + r * ldc), out);
+    _mm512_mask_storeu_ps(c + r * ldc, m, out);
+  }
+}
+
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch

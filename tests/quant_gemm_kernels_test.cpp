@@ -1,0 +1,175 @@
+// The packed GEMM tile of block-type weights (QGemmFn, QGemmPackFn: arch/x86/qgemm_vnni512.hpp)
+// over the registry: the packer byte for byte against the layout its contract states, written
+// here value by value; the tile on panels packed by that layout, against double sums of the
+// stored integers and scales (rows of any q in [-127, 127], weights of any bytes), over rows,
+// columns, blocks, alpha and beta, with a guard around C.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "src/runtime/registry.hpp"
+#include "tessera/reference.hpp"
+#include "testers.hpp"
+
+namespace {
+
+namespace arch = tessera::arch;
+namespace ref = tessera::reference;
+using tessera::detail::KernelFamily;
+using tessera::detail::KernelRow;
+
+constexpr float kGuard = -7777.0f;
+constexpr int64_t kBlockBytes[2] = {34, 18};
+
+// rows weight rows of `blocks` random blocks (any bytes, finite scales), ld bytes apart.
+std::vector<uint8_t> random_rows(int t, int64_t rows, int64_t blocks, int64_t ld, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<uint8_t> b(size_t(rows * ld + 1));
+  for (auto& x : b) x = uint8_t(gen());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < blocks; ++i) {
+      const float d = std::ldexp(float(int(gen() % 200) - 100) / 100.0f, int(gen() % 6) - 3);
+      const uint16_t h = ref::f32_to_f16(d);
+      std::memcpy(&b[size_t(r * ld + i * kBlockBytes[t])], &h, 2);
+    }
+  return b;
+}
+int value(int t, const uint8_t* blk, int i) {
+  return t == 0 ? int(int8_t(blk[2 + i])) : int((blk[2 + i % 16] >> (4 * (i / 16))) & 15) - 8;
+}
+
+// The 16-column layout of qgemm_vnni512.hpp, value by value: scales, then per value i of
+// column c the offset value (q8_0: q + 128, q4_0: n = q + 8) at vector i / 4 (q4_0: (i % 16) / 4,
+// the high nibble for i >= 16), lane c, byte i % 4.
+int64_t block_bytes(int t) { return t == 0 ? 32 + 512 : 32 + 256; }
+std::vector<uint8_t> spec_panel(int t, int64_t cols, int64_t blocks, const uint8_t* b,
+                                int64_t ldb) {
+  std::vector<uint8_t> out(size_t(blocks * block_bytes(t)), 0);
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    uint8_t* o = &out[size_t(blk * block_bytes(t))];
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint8_t* src = b + c * ldb + blk * kBlockBytes[t];
+      o[2 * c] = src[0], o[2 * c + 1] = src[1];
+      for (int i = 0; i < 32; ++i) {
+        const int v = value(t, src, i) + (t == 0 ? 128 : 8);
+        if (t == 0)
+          o[32 + (i / 4) * 64 + c * 4 + i % 4] = uint8_t(v);
+        else
+          o[32 + ((i % 16) / 4) * 64 + c * 4 + i % 4] |= uint8_t(v << (4 * (i / 16)));
+      }
+    }
+  }
+  return out;
+}
+
+void test_pack(const KernelRow& row, int t) {
+  ASSERT_EQ(row.cols, 16) << "a packer whose layout this tester does not know";
+  const auto fn = reinterpret_cast<arch::QGemmPackFn>(row.fn);
+  int combo = 0;
+  for (int64_t cols : {1, 5, 16})
+    for (int64_t blocks : {1, 3, 8}) {
+      const int64_t ldb = blocks * kBlockBytes[t] + (combo % 2) * 5;
+      const auto b = random_rows(t, cols, blocks, ldb, uint32_t(100 + combo++));
+      std::vector<uint8_t> got(size_t(blocks * block_bytes(t) + 64), 0xC3);
+      fn(cols, blocks, b.data(), ldb, got.data());
+      const auto want = spec_panel(t, cols, blocks, b.data(), ldb);
+      for (size_t i = 0; i < want.size(); ++i) {
+        // Missing columns: any bytes but a zero scale.
+        const int64_t in_block = int64_t(i) % block_bytes(t);
+        const int64_t col = in_block < 32 ? in_block / 2 : (in_block - 32) % 64 / 4;
+        if (col >= cols && in_block >= 32) continue;
+        ASSERT_EQ(got[i], want[i])
+            << row.name << " cols " << cols << " blocks " << blocks << " byte " << i;
+      }
+      for (size_t i = want.size(); i < got.size(); ++i) ASSERT_EQ(got[i], 0xC3) << row.name;
+    }
+}
+
+void test_gemm(const KernelRow& row, int t) {
+  const auto fn = reinterpret_cast<arch::QGemmFn>(row.fn);
+  const int R = row.rows;
+  const int64_t NR = row.cols;
+  ASSERT_EQ(NR, 16) << "a tile whose panel layout this tester does not know";
+  std::mt19937 gen(uint32_t(R * 10 + t));
+  int combo = 0;
+  for (int64_t blocks : {1, 2, 3, 5, 9})
+    for (int64_t cols : {int64_t(1), int64_t(7), NR}) {
+      const int64_t K = blocks * 32, lda = K + (combo % 3) * 32, ldc = NR + 3;
+      const float alpha = combo % 2 ? 0.25f : -1.0f, beta = combo % 3 == 1 ? 0.5f : 0.0f;
+      ++combo;
+      std::vector<int8_t> qs(size_t(R * lda));
+      for (auto& x : qs) x = int8_t(int(gen() % 255) - 127);
+      std::vector<float> d(size_t(R * blocks));
+      for (auto& x : d) x = ref::f16_to_f32(ref::f32_to_f16(float(int(gen() % 2000) - 1000) / 997));
+      std::vector<int32_t> start(size_t(R * blocks));
+      for (int r = 0; r < R; ++r)
+        for (int64_t b = 0; b < blocks; ++b) {
+          int32_t sum = 0;
+          for (int i = 0; i < 32; ++i) sum += qs[size_t(r * lda + 32 * b + i)];
+          start[size_t(r * blocks + b)] = -(t == 0 ? 128 : 8) * sum;
+        }
+      const int64_t ldb = blocks * kBlockBytes[t] + 3;
+      const auto w = random_rows(t, cols, blocks, ldb, uint32_t(combo));
+      const auto panel = spec_panel(t, cols, blocks, w.data(), ldb);
+      std::vector<float> c(size_t((R + 1) * ldc), kGuard), c0;
+      for (int r = 0; r < R; ++r)
+        for (int64_t j = 0; j < cols; ++j)
+          c[size_t(r * ldc + j)] = beta != 0.0f ? float(int(gen() % 100) - 50) / 7 : NAN;
+      c0 = c;
+      const arch::QGemmRows a{qs.data(), lda, d.data(), start.data(), blocks};
+      fn(a, panel.data(), c.data(), ldc, cols, alpha, beta);
+      int bad = 0;
+      for (int r = 0; r <= R; ++r)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const float got = c[size_t(r * ldc + j)];
+          if (r == R || j >= cols) {
+            if (got != kGuard && ++bad <= 3)
+              ADD_FAILURE() << row.name << " wrote " << r << "," << j;
+            continue;
+          }
+          double want = 0, mag = 0;
+          for (int64_t b = 0; b < blocks; ++b) {
+            const uint8_t* blk = &w[size_t(j * ldb + b * kBlockBytes[t])];
+            uint16_t h;
+            std::memcpy(&h, blk, 2);
+            const double dk = ref::f16_to_f32(h), dq = d[size_t(r * blocks + b)];
+            double isum = 0, iabs = 0;
+            for (int i = 0; i < 32; ++i) {
+              const double p = double(qs[size_t(r * lda + 32 * b + i)]) * value(t, blk, i);
+              isum += p, iabs += std::fabs(p);
+            }
+            want += dq * dk * isum, mag += std::fabs(dq * dk) * iabs;
+          }
+          const double c_in = beta != 0.0f ? double(c0[size_t(r * ldc + j)]) : 0.0;
+          want = alpha * want + beta * c_in;
+          const double bound =
+              double(16 + blocks) * 0x1p-24 * (std::fabs(alpha) * mag + std::fabs(beta * c_in)) +
+              1e-30;
+          if (!(std::fabs(got - want) <= bound) && ++bad <= 3)
+            ADD_FAILURE() << row.name << " blocks " << blocks << " cols " << cols << " at " << r
+                          << "," << j << ": " << got << " vs " << want;
+        }
+      if (bad) return;
+    }
+}
+
+}  // namespace
+
+void testers::quant_gemm_kernel(const KernelRow& row) {
+  switch (row.family) {
+    case KernelFamily::quant_gemm_q8_0:
+      return test_gemm(row, 0);
+    case KernelFamily::quant_gemm_q4_0:
+      return test_gemm(row, 1);
+    case KernelFamily::quant_gemm_pack_q8_0:
+      return test_pack(row, 0);
+    case KernelFamily::quant_gemm_pack_q4_0:
+      return test_pack(row, 1);
+    default:
+      FAIL() << row.name << " is not a kernel of the packed block-type GEMM";
+  }
+}
