@@ -49,6 +49,7 @@ struct Case {
   Transpose ta = Transpose::no_trans;
   float alpha = 1.0f, beta = 0.0f;
   int64_t pad_a = 0, pad_b = 0, pad_c = 0;  // extra values per row (pad_b a multiple of 32)
+  bool packed = false;                      // B through sgemm_pack_bq and sgemm_packed
 };
 
 struct Problem {
@@ -79,6 +80,16 @@ Problem prepare(const Case& cs, uint32_t seed) {
 }
 
 tessera::Status call(const Case& cs, Problem& r) {
+  if (cs.packed) {
+    const size_t bytes = tessera::sgemm_pack_bq_size(Transpose::trans, cs.k, cs.n, cs.type);
+    if (bytes == 0) return tessera::Status::invalid_argument;
+    std::vector<float> buf(bytes / 4 + 1, tt::kNaN);
+    const tessera::Status st = tessera::sgemm_pack_bq(Transpose::trans, cs.k, cs.n, cs.type,
+                                                      r.b.data(), r.ldb, buf.data(), bytes);
+    if (st != tessera::Status::ok) return st;
+    return tessera::sgemm_packed(cs.ta, cs.m, cs.n, cs.k, cs.alpha, r.a.data(), r.lda, buf.data(),
+                                 cs.beta, r.out.data(), r.ldc);
+  }
   return tessera::gemm_ex(cs.ta, Transpose::trans, cs.m, cs.n, cs.k, cs.alpha, DType::f32,
                           r.a.data(), r.lda, cs.type, r.b.data(), r.ldb, cs.beta, r.out.data(),
                           r.ldc);
@@ -199,6 +210,53 @@ TEST_P(QuantGemm, AcrossTasksAndWithinTheStatedBound) {
       EXPECT_EQ(check(cs, r, false), 0);
       if (HasFailure()) return;
     }
+}
+
+// Weights packed once (sgemm_pack_bq) for any number of rows: decode's one row through the
+// tile's panels, a row group's edges, padded weight rows, A transposed.
+TEST_P(QuantGemm, PackedWeightsForAnyRowCount) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+  const std::array<int64_t, 3> shapes[] = {
+      {1, 300, 512}, {5, 70, 256}, {9, 17, 96}, {70, 40, 288}, {130, 33, 64}};
+  int combo = 0;
+  for (const auto& s : shapes)
+    for (DType t : {DType::q8_0, DType::q4_0}) {
+      Case cs{s[0], s[1], s[2], t};
+      cs.packed = true;
+      cs.ta = combo % 3 == 2 ? Transpose::trans : Transpose::no_trans;
+      cs.alpha = combo % 4 == 1 ? 0.5f : 1.0f;
+      cs.beta = combo % 2 ? 0.25f : 0.0f;
+      cs.pad_b = combo % 3 == 1 ? 64 : 0;
+      Problem r = prepare(cs, uint32_t(300 + combo++));
+      ASSERT_EQ(call(cs, r), tessera::Status::ok) << tessera::last_error();
+      EXPECT_EQ(check(cs, r, true), 0) << s[0] << "x" << s[1] << "x" << s[2];
+      EXPECT_EQ(check(cs, r, false), 0);
+      if (HasFailure()) return;
+    }
+}
+
+TEST_P(QuantGemm, PackedWeightsRejectWhatTheyWereNotPackedFor) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+  Case cs{2, 20, 64, DType::q4_0};
+  Problem r = prepare(cs, 9);
+  EXPECT_EQ(tessera::sgemm_pack_bq_size(Transpose::no_trans, 64, 20, DType::q4_0), 0u);
+  EXPECT_EQ(tessera::sgemm_pack_bq_size(Transpose::trans, 64, 20, DType::f16), 0u);
+  EXPECT_EQ(tessera::sgemm_pack_bq_size(Transpose::trans, 48, 20, DType::q8_0), 0u);
+  const size_t bytes = tessera::sgemm_pack_bq_size(Transpose::trans, 64, 20, DType::q4_0);
+  ASSERT_GT(bytes, 0u);
+  std::vector<float> buf(bytes / 4 + 1);
+  EXPECT_EQ(tessera::sgemm_pack_bq(Transpose::trans, 64, 20, DType::q4_0, r.b.data(), 64,
+                                   buf.data(), bytes - 1),
+            tessera::Status::invalid_argument);
+  EXPECT_NE(std::string(tessera::last_error()).find("packed_bytes"), std::string::npos);
+  ASSERT_EQ(tessera::sgemm_pack_bq(Transpose::trans, 64, 20, DType::q4_0, r.b.data(), 64,
+                                   buf.data(), bytes),
+            tessera::Status::ok);
+  EXPECT_EQ(tessera::sgemm_packed(Transpose::no_trans, 2, 20, 32, 1.0f, r.a.data(), r.lda,
+                                  buf.data(), 0.0f, r.out.data(), r.ldc),
+            tessera::Status::invalid_argument);
+  EXPECT_NE(std::string(tessera::last_error()).find("k = 32"), std::string::npos);
+  EXPECT_EQ(std::memcmp(r.out.data(), r.c0.data(), r.out.size() * 4), 0);
 }
 
 TEST_P(QuantGemm, SameResultOnOneAndTwoThreads) {

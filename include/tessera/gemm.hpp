@@ -28,6 +28,11 @@ TESSERA_API Status sgemm_pack_b_ex(Transpose tb, int64_t k, int64_t n, DType b_t
 TESSERA_API size_t sgemm_pack_b16_size(Transpose tb, int64_t k, int64_t n);
 TESSERA_API Status sgemm_pack_b16(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b,
                                   int64_t ldb, void* packed, size_t packed_bytes);
+// Block-type weights (q8_0, q4_0; B stored n x k, tb = trans) packed for sgemm_packed in the
+// table's integer tile layout; see tessera_sgemm_pack_bq.
+TESSERA_API size_t sgemm_pack_bq_size(Transpose tb, int64_t k, int64_t n, DType b_type);
+TESSERA_API Status sgemm_pack_bq(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b,
+                                 int64_t ldb, void* packed, size_t packed_bytes);
 TESSERA_API Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha,
                                 const float* a, int64_t lda, const void* packed, float beta,
                                 float* c, int64_t ldc);

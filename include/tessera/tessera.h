@@ -237,8 +237,22 @@ TESSERA_API size_t tessera_sgemm_pack_b16_size(tessera_transpose tb, int64_t k, 
 TESSERA_API tessera_status tessera_sgemm_pack_b16(tessera_transpose tb, int64_t k, int64_t n,
                                                   tessera_dtype b_type, const void* b, int64_t ldb,
                                                   void* packed, size_t packed_bytes);
-/* C = alpha * op(A) * B + beta * C with B packed by tessera_sgemm_pack_b, _pack_b_ex or
- * _pack_b16 for the same k and n under the same kernel table (otherwise
+/* Bytes needed to pack block-type weights (tessera_sgemm_pack_bq) with ldb = k; 0 for bad
+ * arguments. */
+TESSERA_API size_t tessera_sgemm_pack_bq_size(tessera_transpose tb, int64_t k, int64_t n,
+                                              tessera_dtype b_type);
+/* Packs weights stored in a block type (b_type TESSERA_Q8_0 or TESSERA_Q4_0; tb = TESSERA_TRANS,
+ * B stored n x k with its blocks along k, k and ldb multiples of 32, as tessera_gemm_ex takes
+ * them) for tessera_sgemm_packed: the blocks' own bytes regrouped into the panels of the kernel
+ * table's integer GEMM tile (where the table has none, the rows as stored), as many bytes as B.
+ * tessera_sgemm_packed then rounds A's rows to q8_0 and multiplies as tessera_gemm_ex does, within
+ * the bound stated there, for any number of rows: a decode step reads the weights once in the
+ * tile's layout. Sizes and failures as tessera_sgemm_pack_b. */
+TESSERA_API tessera_status tessera_sgemm_pack_bq(tessera_transpose tb, int64_t k, int64_t n,
+                                                 tessera_dtype b_type, const void* b, int64_t ldb,
+                                                 void* packed, size_t packed_bytes);
+/* C = alpha * op(A) * B + beta * C with B packed by tessera_sgemm_pack_b, _pack_b_ex, _pack_b16
+ * or _pack_bq for the same k and n under the same kernel table (otherwise
  * TESSERA_INVALID_ARGUMENT). */
 TESSERA_API tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n,
                                                 int64_t k, float alpha, const float* a, int64_t lda,

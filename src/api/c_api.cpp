@@ -148,6 +148,20 @@ tessera_status tessera_sgemm_pack_b16(tessera_transpose tb, int64_t k, int64_t n
   });
 }
 
+size_t tessera_sgemm_pack_bq_size(tessera_transpose tb, int64_t k, int64_t n,
+                                  tessera_dtype b_type) {
+  return tessera::sgemm_pack_bq_size(to_cpp(tb), k, n, tessera::DType(b_type));
+}
+
+tessera_status tessera_sgemm_pack_bq(tessera_transpose tb, int64_t k, int64_t n,
+                                     tessera_dtype b_type, const void* b, int64_t ldb, void* packed,
+                                     size_t packed_bytes) {
+  return guarded([&] {
+    return tessera::sgemm_pack_bq(to_cpp(tb), k, n, tessera::DType(b_type), b, ldb, packed,
+                                  packed_bytes);
+  });
+}
+
 tessera_status tessera_sgemm_packed(tessera_transpose ta, int64_t m, int64_t n, int64_t k,
                                     float alpha, const float* a, int64_t lda, const void* packed,
                                     float beta, float* c, int64_t ldc) {

@@ -6,6 +6,7 @@
 
 #include "gemm/gemm_check.hpp"
 #include "gemm/gemm_plan.hpp"
+#include "gemm/gemm_quant.hpp"
 #include "runtime/check.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/scratch.hpp"
@@ -150,7 +151,103 @@ Status pack(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, int
   return Status::ok;
 }
 
+// Block-type weights: B^T (n x k, blocks along k) packed for the table's integer tile, or kept
+// as stored where it has none (PackedBHeader::nr 0).
+Status check_pack_bq(Transpose tb, int64_t k, int64_t n, DType b_type) {
+  TESSERA_CHECK(check_pack_dims(tb, k, n));
+  if (!detail::is_block(b_type))
+    return detail::fail(Status::invalid_argument, "b_type = %d is not TESSERA_Q8_0 or TESSERA_Q4_0",
+                        int(b_type));
+  TESSERA_CHECK(detail::check_block_kernels("b_type", b_type, detail::active_table()));
+  if (tb != Transpose::trans)
+    return detail::fail(Status::invalid_argument,
+                        "tb must be TESSERA_TRANS with b_type = %s (B stored n x k, its blocks "
+                        "along k)",
+                        detail::dtype_name(b_type));
+  return detail::check_blocks("k", k, b_type);
+}
+
+size_t pack_bq_bytes(const arch::KernelTable& t, int64_t k, int64_t n, DType b_type, int nr) {
+  int64_t values = 0;
+  if (!detail::mul_ok(k, (n + 15) / 16 * 16, values)) return 0;
+  return kHeaderBytes + size_t(detail::quant_packed_bytes(t, b_type, n, k, nr));
+}
+
+Status pack_bq(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, int64_t ldb,
+               void* packed, size_t packed_bytes_given) {
+  TESSERA_CHECK(check_pack_bq(tb, k, n, b_type));
+  TESSERA_CHECK(detail::check_ld("ldb", ldb, k));
+  TESSERA_CHECK(detail::check_blocks("ldb", ldb, b_type));
+  TESSERA_CHECK(detail::check_ptr("b", b, k > 0 && n > 0));
+  TESSERA_CHECK(detail::check_ptr("packed", packed, true));
+  TESSERA_CHECK(check_packed_alignment(packed));
+  int64_t b_span;
+  TESSERA_CHECK(detail::matrix_span("b", n, k, ldb, b_span));
+  const arch::KernelTable& t = detail::active_table();
+  const int nr = detail::quant_panel_nr(t, b_type, ldb);
+  const size_t need = pack_bq_bytes(t, k, n, b_type, nr);
+  if (need == 0)
+    return detail::fail(Status::invalid_argument,
+                        "k = %lld, n = %lld: the packed size overflows size_t", (long long)k,
+                        (long long)n);
+  if (packed_bytes_given < need)
+    return detail::fail(Status::invalid_argument,
+                        "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs "
+                        "(tessera_sgemm_pack_bq_size)",
+                        packed_bytes_given, need, t.name);
+  TESSERA_CHECK(
+      detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
+                             {detail::region("b", b, detail::storage_bytes(b_type, b_span), 1)}));
+  PackedBHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  std::strncpy(h.isa, t.name, sizeof h.isa - 1);
+  h.k = k, h.n = n, h.nr = nr, h.kc = 0, h.type = int32_t(b_type);
+  std::memcpy(packed, &h, sizeof h);
+  if (k > 0 && n > 0)
+    detail::pack_quant_b(t, b_type, n, k, static_cast<const uint8_t*>(b), ldb, nr,
+                         static_cast<uint8_t*>(packed) + kHeaderBytes);
+  return Status::ok;
+}
+
+// sgemm_packed over block-type panels: the quantized executor on them (or on the rows as
+// stored, the dot kernels' path).
+Status packed_bq(const arch::KernelTable& t, const PackedBHeader& h, Transpose ta, int64_t m,
+                 int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const void* packed,
+                 float beta, float* c, int64_t ldc, const detail::GemmSpans& s) {
+  const DType type = DType(h.type);
+  TESSERA_CHECK(detail::check_block_kernels("packed type", type, t));
+  if (h.nr != 0 && (h.nr != t.quant.gemm_nr || t.quant.gemm_mr == 0))
+    return detail::fail(Status::invalid_argument, "packed was written with another blocking");
+  const size_t bytes = pack_bq_bytes(t, k, n, type, h.nr);
+  TESSERA_CHECK(detail::check_disjoint(
+      detail::region("c", c, s.c, 4),
+      {detail::region("a", a, s.a, 4), detail::region("packed", packed, int64_t(bytes), 1)}));
+  const auto* panels = static_cast<const uint8_t*>(packed) + kHeaderBytes;
+  detail::QuantGemm q{
+      ta == Transpose::trans, m, n, k, alpha, beta, a, lda, type, panels, k, c, ldc};
+  if (h.nr != 0) q.panels = panels;
+  return detail::gemm_quant(t, q);
+}
+
 }  // namespace
+
+size_t sgemm_pack_bq_size(Transpose tb, int64_t k, int64_t n, DType b_type) {
+  if (check_pack_bq(tb, k, n, b_type) != Status::ok) return 0;
+  const arch::KernelTable& t = detail::active_table();
+  // The tile's layout where the weight rows are dense (ldb = k); a wider ldb may fall back to
+  // rows as stored, which are never larger.
+  const size_t bytes = pack_bq_bytes(t, k, n, b_type, detail::quant_panel_nr(t, b_type, k));
+  if (bytes == 0)
+    detail::fail(Status::invalid_argument, "k = %lld, n = %lld: the packed size overflows size_t",
+                 (long long)k, (long long)n);
+  return bytes;
+}
+
+Status sgemm_pack_bq(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, int64_t ldb,
+                     void* packed, size_t packed_bytes_given) {
+  return detail::in_arena(
+      [&] { return pack_bq(tb, k, n, b_type, b, ldb, packed, packed_bytes_given); });
+}
 
 size_t sgemm_pack_b_size(Transpose tb, int64_t k, int64_t n) {
   return pack_size(tb, k, n, sizeof(float));
@@ -192,9 +289,9 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
     PackedBHeader h;
     std::memcpy(&h, packed, sizeof h);
     if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 ||
-        detail::check_dtype("packed type", DType(h.type)) != Status::ok)
+        detail::check_storage_type("packed type", DType(h.type)) != Status::ok)
       return detail::fail(Status::invalid_argument,
-                          "packed was not written by tessera_sgemm_pack_b or _pack_b16");
+                          "packed was not written by tessera_sgemm_pack_b, _pack_b16 or _pack_bq");
     if (h.k != k || h.n != n)
       return detail::fail(Status::invalid_argument,
                           "packed holds a %lld x %lld B but k = %lld, n = %lld", (long long)h.k,
@@ -205,6 +302,8 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
       return detail::fail(Status::invalid_argument,
                           "packed was packed for kernel table \"%s\" but \"%s\" is active", h.isa,
                           t.name);
+    if (detail::is_block(DType(h.type)))
+      return packed_bq(t, h, ta, m, n, k, alpha, a, lda, packed, beta, c, ldc, s);
     const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
     if (h.nr != blocked.nr || h.kc != blocked.kc)
       return detail::fail(Status::invalid_argument, "packed was written with another blocking");

@@ -89,14 +89,19 @@ Status packed_gemm(const arch::KernelTable& kt, const QuantGemm& q, const QuantG
   const int64_t NR = qk.gemm_nr, MR = qk.gemm_mr, blocks = q.k / kBlockValues;
   const int64_t panels = ceil_div(q.n, NR), panel_bytes = blocks * qk.gemm_block_bytes[t];
   const int64_t group = std::max<int64_t>(1, plan.cols / NR), groups = ceil_div(panels, group);
-  auto* packed = reinterpret_cast<uint8_t*>(
-      thread_scratch(ScratchSlot::gemm_b).floats(size_t(ceil_div(panels * panel_bytes, 4))));
-  if (packed == nullptr) return fail(Status::out_of_memory, "cannot allocate the packed weights");
+  const uint8_t* packed = q.panels;
+  uint8_t* buf = nullptr;
+  if (packed == nullptr) {
+    buf = reinterpret_cast<uint8_t*>(
+        thread_scratch(ScratchSlot::gemm_b).floats(size_t(ceil_div(panels * panel_bytes, 4))));
+    if (buf == nullptr) return fail(Status::out_of_memory, "cannot allocate the packed weights");
+    packed = buf;
+  }
   const int64_t ldb = storage_bytes(q.b_type, q.ldb);
   const auto pack = [&](int64_t g) {
     for (int64_t p = g * group; p < std::min(panels, (g + 1) * group); ++p)
       qk.gemm_pack[t](std::min(NR, q.n - p * NR), blocks, q.b + p * NR * ldb, ldb,
-                      packed + p * panel_bytes);
+                      buf + p * panel_bytes);
   };
   const int64_t row_blocks = ceil_div(q.m, plan.rows);
   const auto task = [&](int64_t index) {
@@ -112,10 +117,10 @@ Status packed_gemm(const arch::KernelTable& kt, const QuantGemm& q, const QuantG
     }
   };
   if (!plan.parallel) {
-    for (int64_t g = 0; g < groups; ++g) pack(g);
+    for (int64_t g = 0; buf && g < groups; ++g) pack(g);
     for (int64_t index = 0; index < row_blocks * groups; ++index) task(index);
   } else {
-    gemm_split::for_each_task(groups, pack);
+    if (buf) gemm_split::for_each_task(groups, pack);
     gemm_split::for_each_task(row_blocks * groups, task);
   }
   return Status::ok;
@@ -127,8 +132,7 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
   QuantGemmPlan p{};
   p.few_rows = q.m <= tn.quant_gemm_rows_per_task;
   // (the packers address a panel's rows by 32-bit offsets: QGemmPackFn)
-  p.packed = !p.few_rows && kt.quant.gemm_mr > 0 &&
-             double(storage_bytes(q.b_type, q.ldb)) * kt.quant.gemm_nr < 0x1p31;
+  p.packed = q.panels != nullptr || (!p.few_rows && quant_panel_nr(kt, q.b_type, q.ldb) > 0);
   p.rows = std::max<int64_t>(1, std::min(q.m, tn.quant_gemm_rows_per_task));
   // Weight rows of a task: its share of L2 (tuning), whole groups of 16 keys.
   const double row_bytes = double(storage_bytes(q.b_type, std::max<int64_t>(q.k, kBlockValues)));
@@ -196,6 +200,33 @@ Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q) {
     gemm_split::for_each_task(row_blocks * col_chunks, task);
   }
   return Status::ok;
+}
+
+int quant_panel_nr(const arch::KernelTable& kt, DType t, int64_t ldb) {
+  // (the packers address a panel's rows by 32-bit offsets: QGemmPackFn)
+  const bool fits = double(storage_bytes(t, ldb)) * kt.quant.gemm_nr < 0x1p31;
+  return kt.quant.gemm_mr > 0 && fits ? kt.quant.gemm_nr : 0;
+}
+
+int64_t quant_packed_bytes(const arch::KernelTable& kt, DType t, int64_t n, int64_t k, int nr) {
+  const int64_t blocks = k / kBlockValues;
+  if (nr == 0) return n * blocks * block_bytes(t);
+  return ceil_div(n, nr) * blocks * kt.quant.gemm_block_bytes[block_index(t)];
+}
+
+void pack_quant_b(const arch::KernelTable& kt, DType t, int64_t n, int64_t k, const uint8_t* b,
+                  int64_t ldb, int nr, uint8_t* out) {
+  const int64_t blocks = k / kBlockValues, row = blocks * block_bytes(t);
+  const int64_t ld = storage_bytes(t, ldb);
+  if (nr == 0) {
+    for (int64_t j = 0; j < n; ++j) std::memcpy(out + j * row, b + j * ld, size_t(row));
+    return;
+  }
+  const int64_t panel = blocks * kt.quant.gemm_block_bytes[block_index(t)];
+  gemm_split::for_each_task(ceil_div(n, nr), [&](int64_t p) {
+    kt.quant.gemm_pack[block_index(t)](std::min<int64_t>(nr, n - p * nr), blocks, b + p * nr * ld,
+                                       ld, out + p * panel);
+  });
 }
 
 }  // namespace tessera::detail

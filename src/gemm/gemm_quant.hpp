@@ -24,6 +24,8 @@ struct QuantGemm {
   int64_t ldb;  // values between rows of B (a multiple of 32)
   float* c;
   int64_t ldc;
+  // B already in the table's tile panels (sgemm_pack_bq; b and ldb unused), or null.
+  const uint8_t* panels = nullptr;
 };
 
 // The planner's split, from the shape and the tuning row alone: tasks of `rows` rows of C by
@@ -39,5 +41,13 @@ struct QuantGemmPlan {
 QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, const QuantGemm& q);
 
 Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q);
+
+// B (n rows of k values, ldb apart) packed for sgemm_packed: into the table's tile panels where
+// it has a tile (and ldb fits its packer), otherwise its rows as stored, ldb = k. panel_nr: the
+// layout's panel width, 0 for rows as stored. Bytes: quant_packed_bytes.
+int quant_panel_nr(const arch::KernelTable& kt, DType t, int64_t ldb);
+int64_t quant_packed_bytes(const arch::KernelTable& kt, DType t, int64_t n, int64_t k, int nr);
+void pack_quant_b(const arch::KernelTable& kt, DType t, int64_t n, int64_t k, const uint8_t* b,
+                  int64_t ldb, int nr, uint8_t* out);
 
 }  // namespace tessera::detail
