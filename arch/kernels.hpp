@@ -313,6 +313,10 @@ struct QuantKernels {
   int64_t gemm_block_bytes[2] = {};
   QGemmFn gemm[2][kMaxMR + 1] = {};
   QGemmPackFn gemm_pack[2] = {};
+  // The integer dot-product ceiling (benchmarks' "int8_peak%"), as KernelTable::peak_fma: iters
+  // x peak_ops_per_iter operations (a multiply and an add per product); null where none.
+  float (*peak)(int64_t iters) = nullptr;
+  int peak_ops_per_iter = 0;
   const char* dot_name;      // the instruction the dot kernels are built on ("vpdpbusd", "sdot")
   const char* feature = "";  // a CPU feature the kernels need beyond their table's, if any
 };

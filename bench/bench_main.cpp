@@ -37,10 +37,13 @@ namespace {
 // a ceiling, and on a shared machine interference only ever lowers it (a median taken in a noisy
 // second put 1-thread rows at up to 120% of "peak").
 // The FMA loop of the active table, or (bf16) its bf16 dot-product loop.
-double measure_peak(int threads, int64_t iters, int reps, bool bf16 = false) {
+// kind: 0 the FMA loop, 1 the bf16 dot product's, 2 the integer dot product's.
+double measure_peak(int threads, int64_t iters, int reps, int kind = 0) {
   const auto& table = tessera::detail::active_table();
-  const auto loop = bf16 ? table.bf16dot.peak : table.peak_fma;
-  const int flops = bf16 ? table.bf16dot.peak_flops_per_iter : table.peak_flops_per_iter;
+  const auto loop = kind == 1 ? table.bf16dot.peak : kind == 2 ? table.quant.peak : table.peak_fma;
+  const int flops = kind == 1   ? table.bf16dot.peak_flops_per_iter
+                    : kind == 2 ? table.quant.peak_ops_per_iter
+                                : table.peak_flops_per_iter;
   if (loop == nullptr) return 0;
   double best = 0;
   tbb::task_arena arena(threads);
@@ -78,8 +81,16 @@ double bf16_dot_peak_flops(int threads) {
   static std::map<std::pair<std::string, int>, double> cache;
   const auto key = std::make_pair(std::string(tessera::detail::active_table().name), threads);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  measure_peak(threads, 4'000'000, 3, true);
-  return cache[key] = measure_peak(threads, 4'000'000, 5, true);
+  measure_peak(threads, 4'000'000, 3, 1);
+  return cache[key] = measure_peak(threads, 4'000'000, 5, 1);
+}
+
+double int8_dot_peak_ops(int threads) {
+  static std::map<std::pair<std::string, int>, double> cache;
+  const auto key = std::make_pair(std::string(tessera::detail::active_table().name), threads);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  measure_peak(threads, 4'000'000, 3, 2);
+  return cache[key] = measure_peak(threads, 4'000'000, 5, 2);
 }
 
 namespace {
@@ -119,6 +130,7 @@ void register_mha_layer();
 void register_lm_layer();
 void register_paged();
 void register_gemm_ex();
+void register_quant_gemm();
 
 // The CPU's name as the kernel reports it (x86 "model name"; ARM "CPU part" and implementer).
 std::string cpu_model() {
@@ -179,6 +191,7 @@ int main(int argc, char** argv) {
   bench::register_peak();
   bench::register_gemm();
   bench::register_gemm_ex();
+  bench::register_quant_gemm();
   bench::register_exp();
   bench::register_convert();
   bench::register_softmax();

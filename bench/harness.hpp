@@ -152,6 +152,9 @@ void set_peak_fraction(benchmark::State& state, double flops_per_iter, int threa
 // "bf16_peak%" against it: the bf16 x bf16 rows' ceiling.
 double bf16_dot_peak_flops(int threads);
 void set_bf16_peak_fraction(benchmark::State& state, double flops_per_iter, int threads);
+// The active table's integer dot-product peak (operations/s: a multiply and an add per product;
+// 0 where it has none): the int8 GEMM rows' ceiling.
+double int8_dot_peak_ops(int threads);
 // Adds "peak_now%": against a short peak (~15 ms) taken right after the row's timing loop. The
 // clock of a shared VM drifts by 10-20% over minutes (seen here: the 1-thread peak read 185
 // GFLOP/s at one start and 219 at another), so a row measured minutes after the start can read

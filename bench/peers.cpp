@@ -154,6 +154,7 @@ void add_onednn(std::vector<GemmPeer>& out) {
   p.name = "onednn";
   p.fn = dlsym(h, "dnnl_sgemm");
   p.bf16_fn = dlsym(h, "dnnl_gemm_bf16bf16f32");
+  p.u8s8_fn = dlsym(h, "dnnl_gemm_u8s8s32");
   p.threads_fn = dlsym(h, "omp_set_num_threads");  // from libgomp, a dependency of libdnnl
   struct Version {
     int major, minor, patch;

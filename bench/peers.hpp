@@ -22,6 +22,8 @@ struct GemmPeer {
   void* fn = nullptr;  // the library's gemm entry point
   // oneDNN's dnnl_gemm_bf16bf16f32 (row-major, bf16 A and B, f32 C), or null.
   void* bf16_fn = nullptr;
+  // oneDNN's dnnl_gemm_u8s8s32 (row-major, u8 A, s8 B, s32 C, one offset per matrix), or null.
+  void* u8s8_fn = nullptr;
   void* threads_fn = nullptr;  // the library's thread-count setter
 };
 

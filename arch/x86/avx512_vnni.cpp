@@ -24,6 +24,8 @@ void fill_qgemm(QuantKernels& k, std::integer_sequence<int, R...>) {
   ((k.gemm[1][R + 1] = &qgemm_vnni512<1, R + 1>), ...);
   k.gemm_pack[0] = &qgemm_pack_vnni512<0>;
   k.gemm_pack[1] = &qgemm_pack_vnni512<1>;
+  k.peak = &int8_dot_peak_loop;
+  k.peak_ops_per_iter = kInt8PeakOpsPerIter;
 }
 
 }  // namespace

@@ -124,5 +124,52 @@ void qgemm_vnni512(const QGemmRows& a, const uint8_t* panel, float* c, int64_t l
   }
 }
 
+// The vpdpbusd ceiling: 24 independent chains, 64 products (128 operations) each, in inline
+// assembly (GCC 12 kept an array of 24 accumulators on the stack, a store and a load a step).
+// Bytes of 1 against 1: the sums grow by 4 a step, far from overflow over any timed run.
+inline constexpr int kInt8PeakChains = 24;
+#define TESSERA_DPBUSD12(o)                                         \
+  "vpdpbusd %[x], %[x], %[a" #o                                     \
+  "0]\n\t"                                                          \
+  "vpdpbusd %[x], %[x], %[a" #o "1]\n\tvpdpbusd %[x], %[x], %[a" #o \
+  "2]\n\t"                                                          \
+  "vpdpbusd %[x], %[x], %[a" #o "3]\n\tvpdpbusd %[x], %[x], %[a" #o \
+  "4]\n\t"                                                          \
+  "vpdpbusd %[x], %[x], %[a" #o "5]\n\tvpdpbusd %[x], %[x], %[a" #o \
+  "6]\n\t"                                                          \
+  "vpdpbusd %[x], %[x], %[a" #o "7]\n\tvpdpbusd %[x], %[x], %[a" #o \
+  "8]\n\t"                                                          \
+  "vpdpbusd %[x], %[x], %[a" #o "9]\n\tvpdpbusd %[x], %[x], %[a" #o \
+  "a]\n\t"                                                          \
+  "vpdpbusd %[x], %[x], %[a" #o "b]\n\t"
+inline float int8_dot_peak_loop(int64_t iters) {
+  __m512i a[kInt8PeakChains];
+  for (int i = 0; i < kInt8PeakChains; ++i) a[i] = _mm512_set1_epi32(i);
+  __m512i a00 = a[0], a01 = a[1], a02 = a[2], a03 = a[3], a04 = a[4], a05 = a[5], a06 = a[6],
+          a07 = a[7], a08 = a[8], a09 = a[9], a0a = a[10], a0b = a[11], a10 = a[12], a11 = a[13],
+          a12 = a[14], a13 = a[15], a14 = a[16], a15 = a[17], a16 = a[18], a17 = a[19], a18 = a[20],
+          a19 = a[21], a1a = a[22], a1b = a[23];
+  const __m512i x = _mm512_set1_epi8(1);
+  for (int64_t i = 0; i < iters; ++i) {
+    __asm__(TESSERA_DPBUSD12(0)
+            : [a00] "+v"(a00), [a01] "+v"(a01), [a02] "+v"(a02), [a03] "+v"(a03), [a04] "+v"(a04),
+              [a05] "+v"(a05), [a06] "+v"(a06), [a07] "+v"(a07), [a08] "+v"(a08), [a09] "+v"(a09),
+              [a0a] "+v"(a0a), [a0b] "+v"(a0b)
+            : [x] "v"(x));
+    __asm__(TESSERA_DPBUSD12(1)
+            : [a10] "+v"(a10), [a11] "+v"(a11), [a12] "+v"(a12), [a13] "+v"(a13), [a14] "+v"(a14),
+              [a15] "+v"(a15), [a16] "+v"(a16), [a17] "+v"(a17), [a18] "+v"(a18), [a19] "+v"(a19),
+              [a1a] "+v"(a1a), [a1b] "+v"(a1b)
+            : [x] "v"(x));
+  }
+#undef TESSERA_DPBUSD12
+  const __m512i all[] = {a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a0a, a0b,
+                         a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a1a, a1b};
+  __m512i sum = all[0];
+  for (int i = 1; i < kInt8PeakChains; ++i) sum = _mm512_add_epi32(sum, all[i]);
+  return float(_mm512_reduce_add_epi32(sum));
+}
+inline constexpr int kInt8PeakOpsPerIter = kInt8PeakChains * 128;
+
 }  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

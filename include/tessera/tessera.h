@@ -427,7 +427,11 @@ TESSERA_API tessera_status tessera_additive_attention_batch(
  * kv_len new keys/values are written at positions [cache_len, cache_len + kv_len) and the
  * queries attend to all cache_len + kv_len of them; the caller advances cache_len. A cache
  * that cannot hold them is an error, and the cache is left as it was.
- * weight_type: the elements of w_q, w_k, w_v and w_o (f32, f16 or bf16; biases are float32).
+ * weight_type: the elements of w_q, w_k, w_v and w_o (f32, f16 or bf16; biases are float32),
+ * or a block type (TESSERA_Q8_0, TESSERA_Q4_0): each matrix then stored out x in, a PyTorch
+ * Linear's weight as it is (ggml's layout), its blocks along in (q_in_dim, kv_in_dim and
+ * q_heads * value_dim multiples of 32), multiplying its input rows rounded to q8_0 as
+ * tessera_gemm_ex does (reference::mha_forward does the same).
  * cache_type: the elements of k_cache and v_cache; new rows are projected in float32 and
  * rounded to it (nearest even; a block type quantized row by row as tessera_convert does, which
  * needs head_dim and value_dim multiples of 32, and scores the queries rounded to q8_0 as
@@ -520,7 +524,8 @@ TESSERA_API tessera_status tessera_mha_forward(const tessera_mha_desc* desc, con
 
 /* A prepared layer: the weights packed once into the active kernel table's panels (float32
  * weights as tessera_sgemm_pack_b packs them; f16 and bf16 weights as tessera_sgemm_pack_b16
- * does, kept in 16 bits, which a decode step reads at half the bytes) and the biases copied, so
+ * does, kept in 16 bits, which a decode step reads at half the bytes; block-type weights as
+ * tessera_sgemm_pack_bq does, a quarter or an eighth of them) and the biases copied, so
  * the caller's arrays may be freed.
  * tessera_mha_create reads desc's dimensions (q_in_dim, kv_in_dim, out_dim, the heads and head
  * sizes), weights, biases and weight_type; the other fields are the calls'. The layer is

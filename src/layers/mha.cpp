@@ -26,8 +26,9 @@ size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 // Element `i` of an array of `t` (a whole block's first for a block type).
 void* at(void* p, DType t, int64_t i) { return static_cast<char*>(p) + storage_bytes(t, i); }
 
-// C (rows x cols, ldc) = X W (+ bias broadcast over rows): packed W (float32 or 16-bit panels)
-// through sgemm_packed, row-major 16-bit W through gemm_ex (widened in registers). The bias goes
+// C (rows x cols, ldc) = X W (+ bias broadcast over rows): packed W (float32, 16-bit or block-type
+// panels) through sgemm_packed, row-major 16-bit W through gemm_ex (widened in registers), a
+// block-type W (stored out x in) through gemm_ex's integer path. The bias goes
 // first, as C's initial value: on a failure C is partly written (callers put back what they must).
 Status linear(int64_t rows, int64_t in, int64_t cols, const float* x, int64_t ldx,
               const MhaMatrix& w, const float* bias, float* c, int64_t ldc) {
@@ -37,6 +38,9 @@ Status linear(int64_t rows, int64_t in, int64_t cols, const float* x, int64_t ld
   const float beta = bias ? 1.0f : 0.0f;
   const auto nt = Transpose::no_trans;
   if (w.packed) return sgemm_packed(nt, rows, cols, in, 1.0f, x, ldx, w.w, beta, c, ldc);
+  if (is_block(w.type))  // stored out x in: B^T
+    return gemm_ex(nt, Transpose::trans, rows, cols, in, 1.0f, DType::f32, x, ldx, w.type, w.w, in,
+                   beta, c, ldc);
   if (w.type == DType::f32)
     return sgemm(nt, nt, rows, cols, in, 1.0f, x, ldx, static_cast<const float*>(w.w), cols, beta,
                  c, ldc);

@@ -76,7 +76,14 @@ Status check_layer_fields(const MhaDesc& d) {
     return fail(Status::invalid_argument,
                 "desc->q_heads = %lld is not a multiple of kv_heads = %lld", (long long)d.q_heads,
                 (long long)d.kv_heads);
-  return check_dtype("desc->weight_type", DType(d.weight_type));
+  const DType wt = DType(d.weight_type);
+  TESSERA_CHECK(check_storage_type("desc->weight_type", wt));
+  if (!is_block(wt)) return Status::ok;
+  // Block-type weights are stored out x in, their blocks along in (tessera.h).
+  TESSERA_CHECK(check_block_kernels("desc->weight_type", wt, active_table()));
+  TESSERA_CHECK(check_blocks("desc->q_in_dim", d.q_in_dim, wt));
+  TESSERA_CHECK(check_blocks("desc->kv_in_dim", d.kv_in_dim, wt));
+  return check_blocks("desc->q_heads * value_dim", d.q_heads * d.value_dim, wt);
 }
 
 // Rotary embeddings: the queries are the new tokens, each at a position below 2^53.
@@ -188,19 +195,22 @@ Status check_mha(const MhaDesc& d, bool weights, MhaCounts& c) {
 Status check_mha_aliasing(const MhaDesc& d, const MhaCounts& c, const float* x_q, const float* x_k,
                           const float* x_v, const float* out, const void* workspace,
                           size_t workspace_bytes) {
-  const size_t wb = dtype_bytes(DType(d.weight_type));
+  const DType wt = DType(d.weight_type);
+  const auto weights = [&](const char* name, const void* p, int64_t count) {
+    return region(name, p, storage_bytes(wt, count), 1);
+  };
   const bool shared = x_k == x_v;
   const Region in[] = {
       region("x_q", x_q, c.x_q, 4),
       region(shared ? "x_kv" : "x_k", x_k, c.x_kv, 4),
       region(shared ? "x_kv" : "x_v", x_v, c.x_kv, 4),
-      region("desc->w_q", d.w_q, c.w_q, wb),
+      weights("desc->w_q", d.w_q, c.w_q),
       region("desc->b_q", d.b_q, d.b_q ? c.qd : 0, 4),
-      region("desc->w_k", d.w_k, c.w_k, wb),
+      weights("desc->w_k", d.w_k, c.w_k),
       region("desc->b_k", d.b_k, d.b_k ? c.kd : 0, 4),
-      region("desc->w_v", d.w_v, c.w_v, wb),
+      weights("desc->w_v", d.w_v, c.w_v),
       region("desc->b_v", d.b_v, d.b_v ? c.vd : 0, 4),
-      region("desc->w_o", d.w_o, c.w_o, wb),
+      weights("desc->w_o", d.w_o, c.w_o),
       region("desc->b_o", d.b_o, d.b_o ? d.out_dim : 0, 4),
       region("desc->kv_lens", d.kv_lens, d.kv_lens ? d.batch : 0, 4),
       region("desc->cache_lens", d.cache_lens, paged_on(d) ? d.batch : 0, 4),

@@ -94,8 +94,9 @@ Status MhaLayer::init(const MhaDesc& desc) {
                    {d.w_o, d.q_heads * d.value_dim, d.out_dim, &impl->w.o, 0}};
   size_t total = 0;
   for (Part& p : parts) {
-    p.bytes = wt == DType::f32 ? sgemm_pack_b_size(nt, p.in, p.cols)
-                               : sgemm_pack_b16_size(nt, p.in, p.cols);
+    p.bytes = wt == DType::f32       ? sgemm_pack_b_size(nt, p.in, p.cols)
+              : detail::is_block(wt) ? sgemm_pack_bq_size(Transpose::trans, p.in, p.cols, wt)
+                                     : sgemm_pack_b16_size(nt, p.in, p.cols);
     if (p.bytes == 0) {
       delete impl;
       return detail::fail(Status::invalid_argument, "desc: a weight matrix cannot be packed");
@@ -114,10 +115,12 @@ Status MhaLayer::init(const MhaDesc& desc) {
   char* next = static_cast<char*>(impl->block);
   for (const Part& p : parts) {
     *p.dst = {next, wt, true};
-    const Status s = wt == DType::f32
-                         ? sgemm_pack_b(nt, p.in, p.cols, static_cast<const float*>(p.src), p.cols,
+    const Status s =
+        wt == DType::f32 ? sgemm_pack_b(nt, p.in, p.cols, static_cast<const float*>(p.src), p.cols,
                                         next, p.bytes)
-                         : sgemm_pack_b16(nt, p.in, p.cols, wt, p.src, p.cols, next, p.bytes);
+        : detail::is_block(wt)
+            ? sgemm_pack_bq(Transpose::trans, p.in, p.cols, wt, p.src, p.in, next, p.bytes)
+            : sgemm_pack_b16(nt, p.in, p.cols, wt, p.src, p.cols, next, p.bytes);
     if (s != Status::ok) {
       delete impl;
       return s;

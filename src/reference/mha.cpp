@@ -21,14 +21,26 @@ int64_t cache_row(const tessera_mha_desc& d, int64_t b, int64_t hk, int64_t p) {
   return (hk * d.num_pages + page) * d.page_size + p % d.page_size;
 }
 
-// y[r, :] = x[r, :] W + bias, rounded to float.
+// y[r, :] = x[r, :] W + bias, rounded to float. A block-type W is stored out x in (blocks along
+// in) and multiplies x's rows rounded to q8_0, as tessera_gemm_ex does.
 std::vector<float> project(int64_t rows, int64_t in, int64_t out, const float* x, tessera_dtype wt,
                            const void* w, const float* bias) {
+  const bool block = wt == TESSERA_Q8_0 || wt == TESSERA_Q4_0;
+  std::vector<float> wf(size_t(in * out)), xr(static_cast<size_t>(in));
+  std::vector<uint8_t> xq(storage_bytes(TESSERA_Q8_0, block ? in : 0));
+  if (block) dequantize(wt, in * out, w, wf.data());  // [c][p]
   std::vector<float> y(static_cast<size_t>(rows * out));
   for (int64_t r = 0; r < rows; ++r) {
+    std::copy(x + r * in, x + (r + 1) * in, xr.begin());
+    if (block) {
+      quantize(TESSERA_Q8_0, in, xr.data(), xq.data());
+      dequantize(TESSERA_Q8_0, in, xq.data(), xr.data());
+    }
     for (int64_t c = 0; c < out; ++c) {
       double acc = bias ? bias[c] : 0.0;
-      for (int64_t p = 0; p < in; ++p) acc += double(x[r * in + p]) * element(wt, w, p * out + c);
+      for (int64_t p = 0; p < in; ++p)
+        acc +=
+            double(xr[size_t(p)]) * (block ? wf[size_t(c * in + p)] : element(wt, w, p * out + c));
       y[r * out + c] = static_cast<float>(acc);
     }
   }
