@@ -248,8 +248,9 @@ RowMutant mutate(const KernelRow& real) {
     case KernelFamily::quant_gemm_pack_q8_0:
     case KernelFamily::quant_gemm_pack_q4_0:
       QuantMutants::pack = reinterpret_cast<arch::QGemmPackFn>(f);
-      QuantMutants::pack_block_bytes =
-          real.family == KernelFamily::quant_gemm_pack_q8_0 ? 32 + 512 : 32 + 256;
+      if (const arch::KernelTable* t = tessera::detail::find_table(real.table))
+        QuantMutants::pack_block_bytes =
+            t->quant.gemm_block_bytes[real.family == KernelFamily::quant_gemm_pack_q8_0 ? 0 : 1];
       r.fn = reinterpret_cast<const void*>(&QuantMutants::pack_last);
       m.defect = "flips a bit of the last block's last byte";
       break;

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "src/runtime/dispatch.hpp"
 #include "src/runtime/registry.hpp"
 #include "tessera/reference.hpp"
 #include "testers.hpp"
@@ -42,24 +43,33 @@ int value(int t, const uint8_t* blk, int i) {
   return t == 0 ? int(int8_t(blk[2 + i])) : int((blk[2 + i % 16] >> (4 * (i / 16))) & 15) - 8;
 }
 
-// The 16-column layout of qgemm_vnni512.hpp, value by value: scales, then per value i of
-// column c the offset value (q8_0: q + 128, q4_0: n = q + 8) at vector i / 4 (q4_0: (i % 16) / 4,
-// the high nibble for i >= 16), lane c, byte i % 4.
-int64_t block_bytes(int t) { return t == 0 ? 32 + 512 : 32 + 256; }
-std::vector<uint8_t> spec_panel(int t, int64_t cols, int64_t blocks, const uint8_t* b,
-                                int64_t ldb) {
-  std::vector<uint8_t> out(size_t(blocks * block_bytes(t)), 0);
+// The tile's layout (qgemm_vnni512.hpp, qgemm_sdot.hpp), value by value, for nr columns and
+// the table's offset: the nr scales, then per value i of column c the offset value (q8_0:
+// q + off, q4_0: n = q + 8) at group i / 4 (q4_0: (i % 16) / 4, the high nibble for i >= 16),
+// lane c, byte i % 4, groups 4 nr bytes apart.
+struct Layout {
+  int64_t nr, block_bytes;
+  int32_t offset;
+};
+Layout layout_of(const KernelRow& row, int t) {
+  const arch::QuantKernels& q = tessera::detail::find_table(row.table)->quant;
+  return {q.gemm_nr, q.gemm_block_bytes[t], q.gemm_offset[t]};
+}
+std::vector<uint8_t> spec_panel(int t, const Layout& l, int64_t cols, int64_t blocks,
+                                const uint8_t* b, int64_t ldb) {
+  std::vector<uint8_t> out(size_t(blocks * l.block_bytes), 0);
   for (int64_t blk = 0; blk < blocks; ++blk) {
-    uint8_t* o = &out[size_t(blk * block_bytes(t))];
+    uint8_t* o = &out[size_t(blk * l.block_bytes)];
     for (int64_t c = 0; c < cols; ++c) {
       const uint8_t* src = b + c * ldb + blk * kBlockBytes[t];
       o[2 * c] = src[0], o[2 * c + 1] = src[1];
       for (int i = 0; i < 32; ++i) {
-        const int v = value(t, src, i) + (t == 0 ? 128 : 8);
+        const int g = t == 0 ? i / 4 : (i % 16) / 4;
+        uint8_t& dst = o[2 * l.nr + g * 4 * l.nr + c * 4 + i % 4];
         if (t == 0)
-          o[32 + (i / 4) * 64 + c * 4 + i % 4] = uint8_t(v);
+          dst = uint8_t(value(t, src, i) + l.offset);
         else
-          o[32 + ((i % 16) / 4) * 64 + c * 4 + i % 4] |= uint8_t(v << (4 * (i / 16)));
+          dst |= uint8_t((value(t, src, i) + 8) << (4 * (i / 16)));
       }
     }
   }
@@ -67,21 +77,21 @@ std::vector<uint8_t> spec_panel(int t, int64_t cols, int64_t blocks, const uint8
 }
 
 void test_pack(const KernelRow& row, int t) {
-  ASSERT_EQ(row.cols, 16) << "a packer whose layout this tester does not know";
+  const Layout l = layout_of(row, t);
+  ASSERT_EQ(row.cols, l.nr);
   const auto fn = reinterpret_cast<arch::QGemmPackFn>(row.fn);
   int combo = 0;
-  for (int64_t cols : {1, 5, 16})
+  for (int64_t cols : {int64_t(1), int64_t(5), l.nr})
     for (int64_t blocks : {1, 3, 8}) {
       const int64_t ldb = blocks * kBlockBytes[t] + (combo % 2) * 5;
       const auto b = random_rows(t, cols, blocks, ldb, uint32_t(100 + combo++));
-      std::vector<uint8_t> got(size_t(blocks * block_bytes(t) + 64), 0xC3);
+      std::vector<uint8_t> got(size_t(blocks * l.block_bytes + 64), 0xC3);
       fn(cols, blocks, b.data(), ldb, got.data());
-      const auto want = spec_panel(t, cols, blocks, b.data(), ldb);
+      const auto want = spec_panel(t, l, cols, blocks, b.data(), ldb);
       for (size_t i = 0; i < want.size(); ++i) {
         // Missing columns: any bytes but a zero scale.
-        const int64_t in_block = int64_t(i) % block_bytes(t);
-        const int64_t col = in_block < 32 ? in_block / 2 : (in_block - 32) % 64 / 4;
-        if (col >= cols && in_block >= 32) continue;
+        const int64_t in_block = int64_t(i) % l.block_bytes, data = in_block - 2 * l.nr;
+        if (data >= 0 && data % (4 * l.nr) / 4 >= cols) continue;
         ASSERT_EQ(got[i], want[i])
             << row.name << " cols " << cols << " blocks " << blocks << " byte " << i;
       }
@@ -92,8 +102,9 @@ void test_pack(const KernelRow& row, int t) {
 void test_gemm(const KernelRow& row, int t) {
   const auto fn = reinterpret_cast<arch::QGemmFn>(row.fn);
   const int R = row.rows;
+  const Layout l = layout_of(row, t);
   const int64_t NR = row.cols;
-  ASSERT_EQ(NR, 16) << "a tile whose panel layout this tester does not know";
+  ASSERT_EQ(NR, l.nr);
   std::mt19937 gen(uint32_t(R * 10 + t));
   int combo = 0;
   for (int64_t blocks : {1, 2, 3, 5, 9})
@@ -110,11 +121,11 @@ void test_gemm(const KernelRow& row, int t) {
         for (int64_t b = 0; b < blocks; ++b) {
           int32_t sum = 0;
           for (int i = 0; i < 32; ++i) sum += qs[size_t(r * lda + 32 * b + i)];
-          start[size_t(r * blocks + b)] = -(t == 0 ? 128 : 8) * sum;
+          start[size_t(r * blocks + b)] = -l.offset * sum;
         }
       const int64_t ldb = blocks * kBlockBytes[t] + 3;
       const auto w = random_rows(t, cols, blocks, ldb, uint32_t(combo));
-      const auto panel = spec_panel(t, cols, blocks, w.data(), ldb);
+      const auto panel = spec_panel(t, l, cols, blocks, w.data(), ldb);
       std::vector<float> c(size_t((R + 1) * ldc), kGuard), c0;
       for (int r = 0; r < R; ++r)
         for (int64_t j = 0; j < cols; ++j)

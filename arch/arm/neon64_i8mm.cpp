@@ -4,6 +4,7 @@
 // later); apart, so that nothing else in the table is compiled for it. The quantizers and P V
 // are the v8.2 ones, rebuilt here.
 #include "../common/quant.hpp"
+#include "qgemm_sdot.hpp"
 #include "quant_neon.hpp"
 #include "quant_smmla.hpp"
 
@@ -20,6 +21,7 @@ const QuantKernels& neon64_i8mm_quant_kernels() {
     static_assert(kMaxDotRows == 4, "a kernel per row count");
     k.dot_name = "smmla";
 #endif
+    fill_qgemm_sdot(k, std::make_integer_sequence<int, kQGemmSdotMr>());
     k.feature = "i8mm";
     return k;
   }();

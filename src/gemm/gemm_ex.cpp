@@ -325,7 +325,8 @@ Status run_block_b(const arch::KernelTable& t, Transpose ta, int64_t m, int64_t 
     const char* dot = t.quant.dot_name ? t.quant.dot_name : "none";
     if (p.packed)
       std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_gemm_%s_%dx%d_%s", t.name,
-                    detail::dtype_name(b_type), dot, t.quant.gemm_mr, t.quant.gemm_nr, t.name);
+                    detail::dtype_name(b_type), t.quant.gemm_name, t.quant.gemm_mr, t.quant.gemm_nr,
+                    t.name);
     else
       std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_dot_%s_%dx2_%s", t.name,
                     detail::dtype_name(b_type), dot, r, t.name);

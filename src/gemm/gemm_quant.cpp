@@ -50,7 +50,7 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
   out = {reinterpret_cast<int8_t*>(buf), buf + qs_floats,
          plan.packed ? static_cast<int32_t*>(static_cast<void*>(buf + qs_floats + d_floats))
                      : nullptr};
-  const int32_t off = q.b_type == DType::q8_0 ? 128 : 8;
+  const int32_t off = kt.quant.gemm_offset[block_index(q.b_type)];
   const float* a = q.a;
   int64_t lda = q.lda;
   if (q.ta) {  // rows of op(A) gathered first (m k floats against m n k products)

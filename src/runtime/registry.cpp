@@ -116,7 +116,7 @@ struct Adder {
     const KernelFamily gemms[2] = {KernelFamily::quant_gemm_q8_0, KernelFamily::quant_gemm_q4_0};
     const KernelFamily packs[2] = {KernelFamily::quant_gemm_pack_q8_0,
                                    KernelFamily::quant_gemm_pack_q4_0};
-    const std::string gemm = std::string("gemm_") + (q.dot_name ? q.dot_name : "");
+    const std::string gemm = std::string("gemm_") + q.gemm_name;
     for (int i = 0; i < 2 && q.gemm_mr > 0; ++i) {
       for (int r = 1; r <= q.gemm_mr; ++r)
         add(gemms[i], gemm.c_str(), r, q.gemm_nr, 0, 0, reinterpret_cast<const void*>(q.gemm[i][r]),
