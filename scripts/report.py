@@ -287,7 +287,12 @@ PAIR_KEYS = ("ratio", "speedup", "layer_over_direct", "oneshot_over_layer", "new
 
 
 def pair_table(rows):
-    pairs = [b for b in rows if any(k in b for k in PAIR_KEYS)]
+    # (several ways alternated name their ratios <way>_over_<first>: the first such is shown)
+    def pair_key(b):
+        return next((k for k in PAIR_KEYS if k in b),
+                    next((k for k in sorted(b) if "_over_" in k and isinstance(b[k], (int, float))),
+                         None))
+    pairs = [b for b in rows if pair_key(b)]
     if not pairs:
         return []
     out = ["## Alternated pairs", "",
@@ -300,7 +305,7 @@ def pair_table(rows):
            "per_family_instance_index", "aggregate_name", "aggregate_unit", "label",
            "error_occurred", "error_message"}
     for b in pairs:
-        key = next(k for k in PAIR_KEYS if k in b)
+        key = pair_key(b)
         extra = ", ".join(f"{k} {v:.4g}" for k, v in sorted(b.items())
                           if k not in skip and k not in std and isinstance(v, (int, float)))
         p25 = f"{b['p25']:.3f}" if "p25" in b else ""
