@@ -98,6 +98,53 @@ TEST_P(QuantWeightsLayer, BlockWeightsAgainstTheReference) {
         }
 }
 
+// Float32 weights quantized at creation (prepared_weight_type) give the layer created from the
+// same blocks, bit for bit: the transpose rounded as tessera_convert rounds it.
+TEST_P(QuantWeightsLayer, QuantizedAtCreationFromFloat32) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+  constexpr int64_t M = 64, H = 2, D = 32, T = 3;
+  for (tessera_dtype t : {TESSERA_Q8_0, TESSERA_Q4_0}) {
+    tessera::MhaDesc f;
+    ASSERT_EQ(tessera::mha_desc_init(f, 1, T, T, M, H), Status::ok);
+    f.causal = 1;
+    std::vector<float> w[4];
+    std::vector<uint8_t> q[4];
+    const void** fp[4] = {&f.w_q, &f.w_k, &f.w_v, &f.w_o};
+    for (int i = 0; i < 4; ++i) {  // in x out = M x M (head_dim 32, two heads)
+      w[i] = tt::random_vec(size_t(M * H * D), uint32_t(20 + i), -0.3f, 0.3f);
+      std::vector<float> tr(w[i].size());
+      for (int64_t p = 0; p < M; ++p)
+        for (int64_t c = 0; c < H * D; ++c) tr[size_t(c * M + p)] = w[i][size_t(p * H * D + c)];
+      q[i].resize(ref::storage_bytes(t, int64_t(tr.size())));
+      ref::quantize(t, int64_t(tr.size()), tr.data(), q[i].data());
+      *fp[i] = w[i].data();
+    }
+    tessera::MhaDesc b = f;
+    b.weight_type = t;
+    b.w_q = q[0].data(), b.w_k = q[1].data(), b.w_v = q[2].data(), b.w_o = q[3].data();
+    f.prepared_weight_type = t;
+    tessera::MhaLayer from_f32, from_blocks;
+    ASSERT_EQ(from_f32.init(f), Status::ok) << tessera::last_error();
+    ASSERT_EQ(from_blocks.init(b), Status::ok) << tessera::last_error();
+    const auto x = tt::random_vec(size_t(T * M), 31);
+    std::vector<float> o1(x.size(), tt::kNaN), o2(x.size(), tt::kNaN);
+    tessera::MhaDesc call = f;
+    call.w_q = call.w_k = call.w_v = call.w_o = nullptr;
+    ASSERT_EQ(from_f32.forward(call, x.data(), x.data(), x.data(), o1.data()), Status::ok);
+    ASSERT_EQ(from_blocks.forward(call, x.data(), x.data(), x.data(), o2.data()), Status::ok);
+    EXPECT_EQ(std::memcmp(o1.data(), o2.data(), o1.size() * 4), 0) << t;
+  }
+  tessera::MhaDesc bad;
+  ASSERT_EQ(tessera::mha_desc_init(bad, 1, 1, 1, M, H), Status::ok);
+  const auto w = tt::random_vec(size_t(M * M), 3);
+  bad.w_q = bad.w_k = bad.w_v = bad.w_o = w.data();
+  bad.weight_type = TESSERA_F16, bad.prepared_weight_type = TESSERA_Q8_0;
+  tessera::MhaLayer layer;
+  EXPECT_EQ(layer.init(bad), Status::invalid_argument);
+  EXPECT_NE(std::string(tessera::last_error()).find("prepared_weight_type"), std::string::npos);
+  EXPECT_FALSE(layer.ready());
+}
+
 TEST_P(QuantWeightsLayer, RejectsDimensionsThatAreNotWholeBlocks) {
   TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   tessera::MhaDesc d;

@@ -505,6 +505,12 @@ typedef struct tessera_mha_desc {
   const int32_t* block_table;
   int64_t block_table_stride, page_size, num_pages;
   const int32_t* cache_lens;
+  /* tessera_mha_create only: a block type (TESSERA_Q8_0, TESSERA_Q4_0) with float32 weights
+   * (weight_type TESSERA_F32, in x out as usual) makes the prepared layer quantize each matrix
+   * once, along in (tessera_convert's rounding of its transpose), and keep it as block-type
+   * weights do; the layer then runs as one created from those blocks. TESSERA_F32 (0, the
+   * default): the weights are kept as weight_type says. Calls do not read it. */
+  tessera_dtype prepared_weight_type;
 } tessera_mha_desc;
 
 /* Self-attention defaults: all dims model_dim-derived, head_dim = value_dim = model_dim/heads,

@@ -1,4 +1,5 @@
 // The prepared multi-head attention layer: weights packed once, calls run by mha_run.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -42,6 +43,40 @@ Status check_same_dims(const MhaDesc& layer, const MhaDesc& call) {
   return Status::ok;
 }
 
+// A float32 matrix (in x cols, x W) as block-type rows (cols x in, blocks along in) for
+// sgemm_pack_bq: its transpose quantized by the table's kernels (tessera_convert's rounding),
+// 16 columns gathered at a time so that W is read a line at a time.
+class QuantizedWeights {
+ public:
+  QuantizedWeights() = default;
+  QuantizedWeights(const QuantizedWeights&) = delete;
+  QuantizedWeights& operator=(const QuantizedWeights&) = delete;
+  ~QuantizedWeights() { std::free(blocks_); }
+  Status make(DType t, int64_t in, int64_t cols, const float* w) {
+    constexpr int64_t kCols = 16;
+    const auto quantize = detail::active_table().quant.quantize[detail::block_index(t)];
+    blocks_ = static_cast<uint8_t*>(std::malloc(size_t(detail::storage_bytes(t, in * cols))));
+    auto* rows = static_cast<float*>(std::malloc(size_t(kCols * in) * sizeof(float)));
+    if (!blocks_ || !rows) {
+      std::free(rows);
+      return detail::fail(Status::out_of_memory, "layer: cannot allocate the quantized weights");
+    }
+    for (int64_t c0 = 0; c0 < cols; c0 += kCols) {
+      const int64_t n = std::min(kCols, cols - c0);
+      for (int64_t p = 0; p < in; ++p)
+        for (int64_t c = 0; c < n; ++c) rows[c * in + p] = w[p * cols + c0 + c];
+      for (int64_t c = 0; c < n; ++c)
+        quantize(in, rows + c * in, blocks_ + detail::storage_bytes(t, (c0 + c) * in));
+    }
+    std::free(rows);
+    return Status::ok;
+  }
+  const void* data() const { return blocks_; }
+
+ private:
+  uint8_t* blocks_ = nullptr;
+};
+
 // The desc the checks see: the call's, with no weights (the layer holds them) of its type.
 MhaDesc call_desc(const MhaDesc& call, DType weights) {
   MhaDesc d = call;
@@ -76,7 +111,18 @@ Status MhaLayer::init(const MhaDesc& desc) {
   d.window_left = d.window_right = -1;
   detail::MhaCounts c;
   TESSERA_CHECK(detail::check_mha(d, true, c));
-  const DType wt = DType(d.weight_type);
+  const DType pt = DType(desc.prepared_weight_type);
+  if (pt != DType::f32) {  // float32 weights quantized here: checked as block weights would be
+    if (!detail::is_block(pt) || d.weight_type != TESSERA_F32)
+      return detail::fail(Status::invalid_argument,
+                          "desc->prepared_weight_type = %d must be TESSERA_F32, or TESSERA_Q8_0 "
+                          "or TESSERA_Q4_0 with float32 weights",
+                          int(pt));
+    MhaDesc b = d;
+    b.weight_type = tessera_dtype(pt);
+    TESSERA_CHECK(detail::check_mha(b, true, c));
+  }
+  const DType wt = pt != DType::f32 ? pt : DType(d.weight_type);
   const auto nt = Transpose::no_trans;
   // Each matrix (in x cols) packed for the active table: float32 panels, or 16-bit panels kept
   // in their type (a decode step reads half the bytes; prefill widens them a block at a time).
@@ -113,8 +159,17 @@ Status MhaLayer::init(const MhaDesc& desc) {
     return detail::fail(Status::out_of_memory, "layer: cannot allocate %zu bytes", total);
   }
   char* next = static_cast<char*>(impl->block);
-  for (const Part& p : parts) {
+  for (Part& p : parts) {
     *p.dst = {next, wt, true};
+    QuantizedWeights quantized;  // float32 in x out -> blocks out x in
+    if (pt != DType::f32) {
+      const Status q = quantized.make(pt, p.in, p.cols, static_cast<const float*>(p.src));
+      if (q != Status::ok) {
+        delete impl;
+        return q;
+      }
+      p.src = quantized.data();
+    }
     const Status s =
         wt == DType::f32 ? sgemm_pack_b(nt, p.in, p.cols, static_cast<const float*>(p.src), p.cols,
                                         next, p.bytes)
