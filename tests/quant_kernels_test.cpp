@@ -158,6 +158,8 @@ std::vector<float> quantizer_inputs() {
   x.insert(x.end(), special.begin(), special.end());
   special[9] = -std::numeric_limits<float>::infinity();
   x.insert(x.end(), special.begin(), special.end());
+  const std::vector<float> near = tt::q4_0_contraction_blocks();
+  x.insert(x.end(), near.begin(), near.end());
   return x;
 }
 

@@ -57,6 +57,8 @@ std::vector<float> quantizer_inputs() {
   std::vector<float> big(32, 6e4f);
   big[5] = -6.5e4f;
   x.insert(x.end(), big.begin(), big.end());
+  const std::vector<float> near = tt::q4_0_contraction_blocks();
+  x.insert(x.end(), near.begin(), near.end());
   return x;
 }
 

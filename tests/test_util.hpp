@@ -78,6 +78,28 @@ inline bool block_types_built() {
   return tessera_convert(TESSERA_F32, TESSERA_Q8_0, 32, x, y) == TESSERA_OK;
 }
 
+// q4_0 blocks whose values sit a few ulps from the truncation points: x id + 8.5 lands on an
+// integer when x id is rounded first (the format) and below it when fused into one FMA, so a
+// quantizer compiled with contraction differs from the reference here (fuzz_convert found one).
+inline std::vector<float> q4_0_contraction_blocks() {
+  std::vector<float> x;
+  for (const float m : {1.28559e-09f, 0.7f, 3.3f, 1234.5f}) {
+    std::vector<float> blk{-m};  // the max: d = m / 8
+    const float d = -m / -8.0f, id = 1.0f / d;
+    for (int k = 1; k < 16 && blk.size() < 32; ++k) {
+      float v = (float(k) - 8.5f) * d;  // 32 ulps either side
+      for (int i = 0; i < 32; ++i) v = std::nextafter(v, -kInf);
+      for (int i = 0; i < 64 && blk.size() < 32; ++i, v = std::nextafter(v, kInf)) {
+        volatile float p = v * id;
+        if (std::trunc(p + 8.5f) != std::trunc(std::fma(v, id, 8.5f))) blk.push_back(v);
+      }
+    }
+    blk.resize(32, 0.0f);
+    x.insert(x.end(), blk.begin(), blk.end());
+  }
+  return x;
+}
+
 inline std::string isa_param_name(const ::testing::TestParamInfo<std::string>& info) {
   return info.param;
 }

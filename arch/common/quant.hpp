@@ -106,7 +106,8 @@ inline void q4_0_block(const float* x, uint8_t* y) {
   const uint16_t dh = finite ? convert_detail::f32_to_f16(d) : uint16_t(0x7E00);
   std::memcpy(y, &dh, 2);
   const auto nibble = [&](float v) {
-    const float n = std::trunc(v * id + 8.5f);
+    volatile float p = v * id;  // rounded before the add (the reference's), never an FMA
+    const float n = std::trunc(p + 8.5f);
     return finite && n == n ? uint8_t(n < 0.0f ? 0.0f : n > 15.0f ? 15.0f : n) : uint8_t(8);
   };
   for (int j = 0; j < kQBlock / 2; ++j)

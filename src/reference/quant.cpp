@@ -49,7 +49,8 @@ void q4_0_block(const float* x, uint8_t* y) {
     // x id is in [-8, 8]: x id + 8.5 in [0.5, 16.5], truncated (it is >= 0: floor) and capped
     // (at 0 too, and a NaN 8, where d is so small that 1 / d is inexact or infinite).
     const auto nibble = [&](float v) {
-      const float n = std::trunc(v * id + 8.5f);
+      volatile float p = v * id;  // rounded before the add, as ggml's C does: never fused
+      const float n = std::trunc(p + 8.5f);
       return finite && !std::isnan(n) ? uint8_t(std::fmin(15.0f, std::fmax(0.0f, n))) : uint8_t(8);
     };
     y[2 + j] = uint8_t(nibble(x[j]) | nibble(x[j + kBlock / 2]) << 4);
