@@ -1,8 +1,8 @@
-// The packed GEMM tile of block-type weights (QGemmFn, QGemmPackFn: arch/x86/qgemm_vnni512.hpp)
-// over the registry: the packer byte for byte against the layout its contract states, written
-// here value by value; the tile on panels packed by that layout, against double sums of the
-// stored integers and scales (rows of any q in [-127, 127], weights of any bytes), over rows,
-// columns, blocks, alpha and beta, with a guard around C.
+// The packed GEMM tiles of block-type weights (QGemmFn, QGemmPackFn: arch/x86/qgemm_*.hpp,
+// arch/arm/qgemm_sdot.hpp) over the registry: the packer byte for byte against the layout its
+// contract states, written here value by value; the tile on panels packed by that layout,
+// against double sums of the stored integers and scales (rows of any q in [-127, 127], weights
+// of any bytes), over rows, columns, blocks, alpha and beta, with a guard around C.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,10 +43,10 @@ int value(int t, const uint8_t* blk, int i) {
   return t == 0 ? int(int8_t(blk[2 + i])) : int((blk[2 + i % 16] >> (4 * (i / 16))) & 15) - 8;
 }
 
-// The tile's layout (qgemm_vnni512.hpp, qgemm_sdot.hpp), value by value, for nr columns and
-// the table's offset: the nr scales, then per value i of column c the offset value (q8_0:
-// q + off, q4_0: n = q + 8) at group i / 4 (q4_0: (i % 16) / 4, the high nibble for i >= 16),
-// lane c, byte i % 4, groups 4 nr bytes apart.
+// The tile's layout (qgemm_vnni512.hpp, qgemm_avx2.hpp, qgemm_sdot.hpp), value by value, for nr
+// columns and the table's offset: the nr scales, then per value i of column c the offset value
+// (q8_0: q + off, q4_0: n = q + 8) at group i / 4 (q4_0: (i % 16) / 4, the high nibble for i >=
+// 16), lane c, byte i % 4, groups 4 nr bytes apart.
 struct Layout {
   int64_t nr, block_bytes;
   int32_t offset;

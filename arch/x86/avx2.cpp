@@ -1,7 +1,9 @@
-// The avx2 kernel table: every template kernel instantiated for xsimd::fma3<xsimd::avx2>.
+// The avx2 kernel table: every template kernel instantiated for xsimd::fma3<xsimd::avx2>, and
+// the block-type weights' GEMM tile (qgemm_avx2.hpp).
 // Compiled with this ISA's flags only (CMakeLists.txt); called only where CPUID allows.
 #include "../common/table.hpp"
 #include "convert_x86.hpp"
+#include "qgemm_avx2.hpp"
 #include "quant_x86.hpp"
 #include "widen_x86.hpp"
 
@@ -13,6 +15,7 @@ const KernelTable& avx2_table() {
         make_table<xsimd::fma3<xsimd::avx2>, kAvx2Gemm, Avx2F16Widen, Avx2Bf16Widen>("avx2");
     t.convert = make_convert_kernels<F16cLanes>();
     t.quant = make_quant_kernels<QuantAvx2>();
+    fill_qgemm_avx2(t.quant, std::make_integer_sequence<int, kQGemmAvx2Mr>());
     return t;
   }();
   return table;

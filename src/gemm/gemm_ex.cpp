@@ -331,9 +331,9 @@ Status run_block_b(const arch::KernelTable& t, Transpose ta, int64_t m, int64_t 
       std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_dot_%s_%dx2_%s", t.name,
                     detail::dtype_name(b_type), dot, r, t.name);
     vb.print("gemm_ex", st,
-             p.few_rows ? "few-rows-int8-dot"
-             : p.packed ? "int8-gemm-packed-b"
-                        : "int8-dot-blocks",
+             p.packed     ? "int8-gemm-packed-b"
+             : p.few_rows ? "few-rows-int8-dot"
+                          : "int8-dot-blocks",
              names, p.parallel ? tbb::this_task_arena::max_concurrency() : 1,
              "m:%lld n:%lld k:%lld ta:%c tb:T task:%lldx%lld", (long long)m, (long long)n,
              (long long)k, ta == Transpose::trans ? 'T' : 'N', (long long)p.rows,

@@ -132,7 +132,8 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
   QuantGemmPlan p{};
   p.few_rows = q.m <= tn.quant_gemm_rows_per_task;
   // (the packers address a panel's rows by 32-bit offsets: QGemmPackFn)
-  p.packed = q.panels != nullptr || (!p.few_rows && quant_panel_nr(kt, q.b_type, q.ldb) > 0);
+  p.packed = q.panels != nullptr || (q.m >= tn.quant_gemm_pack_rows[block_index(q.b_type)] &&
+                                     quant_panel_nr(kt, q.b_type, q.ldb) > 0);
   p.rows = std::max<int64_t>(1, std::min(q.m, tn.quant_gemm_rows_per_task));
   // Weight rows of a task: its share of L2 (tuning), whole groups of 16 keys.
   const double row_bytes = double(storage_bytes(q.b_type, std::max<int64_t>(q.k, kBlockValues)));

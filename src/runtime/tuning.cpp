@@ -93,6 +93,12 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // depend on them.
   t.quant_gemm_rows_per_task = 64;
   t.quant_gemm_chunk_bytes = 256 * KB;
+  // Packing costs what the dot kernels take for about 4 rows (q4_0) or 9 (q8_0: twice the
+  // bytes), and the tiles then run 2-3.5x as fast a row (4096 x 4096 weights, 1 and 2 threads,
+  // Zen 4 on the avx512 VNNI and the avx2 tiles): packing pays from 7-8 rows (q4_0) and 13-16
+  // (q8_0).
+  t.quant_gemm_pack_rows[0] = 16;
+  t.quant_gemm_pack_rows[1] = 8;
   return t;
 }
 
@@ -136,6 +142,8 @@ Tuning arm_row(CpuClass c, const Caches& typical, double l2_core, double min_par
   // (32 rows on 512 KB; 16 on 128 KB). Not measured; results do not depend on them.
   t.quant_gemm_rows_per_task = std::clamp<int64_t>(int64_t(l2_core / 4 / 4096) / 8 * 8, 8, 64);
   t.quant_gemm_chunk_bytes = l2_core / 4;
+  // Not measured on ARM (qemu has no timings): the tile once the dot kernels' row block is full.
+  t.quant_gemm_pack_rows[0] = t.quant_gemm_pack_rows[1] = t.quant_gemm_rows_per_task + 1;
   return t;
 }
 

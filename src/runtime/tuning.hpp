@@ -46,6 +46,9 @@ struct Tuning {
   // its rows go by)
   int64_t quant_gemm_rows_per_task;
   double quant_gemm_chunk_bytes;
+  // From this many rows of C, weights as stored are packed once per call for the table's tile
+  // (where it has one): the packing's cost against the rows' saving. Per type: q8_0, q4_0.
+  int64_t quant_gemm_pack_rows[2];
 };
 
 const Tuning& tuning_row(CpuClass c);
