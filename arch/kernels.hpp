@@ -276,10 +276,10 @@ using QuantDotFn = void (*)(const QuantRows& q, const uint8_t* k, int64_t ldk, i
 // bytes apart dequantized in registers (p rows ldp apart, O rows ldo apart).
 using QuantPvFn = void (*)(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv,
                            int64_t blocks, float* o, int64_t ldo);
-// qgemm_vnni512.hpp, qgemm_sdot.hpp: block-type weights packed for an integer GEMM tile (the
-// table's QuantKernels::gemm_pack), against rows of A rounded to q8_0. Row r's block b: 32 int8
-// at qs[r ld + 32 b], its scale d[r blocks + b] and start[r blocks + b] = -off sum_i qs (off: the
-// weights' offset in the panels, QuantKernels::gemm_offset).
+// qgemm_vnni512.hpp, qgemm_avx2.hpp, qgemm_sdot.hpp, qgemm_smmla.hpp: block-type weights packed for
+// an integer GEMM tile (the table's QuantKernels::gemm_pack), against rows of A rounded to q8_0.
+// Row r's block b: 32 int8 at qs[r ld + 32 b], its scale d[r blocks + b] and start[r blocks + b] =
+// -off sum_i qs (off: the weights' offset in the panels, QuantKernels::gemm_offset).
 struct QGemmRows {
   const int8_t* qs;
   int64_t ld;
@@ -313,6 +313,9 @@ struct QuantKernels {
   int64_t gemm_block_bytes[2] = {};
   // The weights' offset in the panels (QGemmRows::start = -offset sum q) and the instruction.
   int32_t gemm_offset[2] = {};
+  // Bytes of k a column holds in turn within a group of its panel: 4 (vpdpbusd, sdot, the
+  // vpmaddubsw tile: column c in lane c) or 8 (smmla: columns in pairs, 8 values each).
+  int gemm_group = 4;
   const char* gemm_name = "";
   QGemmFn gemm[2][kMaxMR + 1] = {};
   QGemmPackFn gemm_pack[2] = {};

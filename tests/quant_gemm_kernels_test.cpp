@@ -43,17 +43,18 @@ int value(int t, const uint8_t* blk, int i) {
   return t == 0 ? int(int8_t(blk[2 + i])) : int((blk[2 + i % 16] >> (4 * (i / 16))) & 15) - 8;
 }
 
-// The tile's layout (qgemm_vnni512.hpp, qgemm_avx2.hpp, qgemm_sdot.hpp), value by value, for nr
-// columns and the table's offset: the nr scales, then per value i of column c the offset value
-// (q8_0: q + off, q4_0: n = q + 8) at group i / 4 (q4_0: (i % 16) / 4, the high nibble for i >=
-// 16), lane c, byte i % 4, groups 4 nr bytes apart.
+// The tile's layout (arch/*/qgemm_*.hpp), value by value, for nr columns, the table's offset and
+// run G (QuantKernels::gemm_group): the nr scales, then per value i of column c the offset value
+// (q8_0: q + off, q4_0: n = q + 8) at group i / G (q4_0: (i % 16) / G, the high nibble for
+// i >= 16), run c, byte i % G: runs G bytes and groups G nr bytes apart.
 struct Layout {
   int64_t nr, block_bytes;
   int32_t offset;
+  int group;
 };
 Layout layout_of(const KernelRow& row, int t) {
   const arch::QuantKernels& q = tessera::detail::find_table(row.table)->quant;
-  return {q.gemm_nr, q.gemm_block_bytes[t], q.gemm_offset[t]};
+  return {q.gemm_nr, q.gemm_block_bytes[t], q.gemm_offset[t], q.gemm_group};
 }
 std::vector<uint8_t> spec_panel(int t, const Layout& l, int64_t cols, int64_t blocks,
                                 const uint8_t* b, int64_t ldb) {
@@ -64,8 +65,8 @@ std::vector<uint8_t> spec_panel(int t, const Layout& l, int64_t cols, int64_t bl
       const uint8_t* src = b + c * ldb + blk * kBlockBytes[t];
       o[2 * c] = src[0], o[2 * c + 1] = src[1];
       for (int i = 0; i < 32; ++i) {
-        const int g = t == 0 ? i / 4 : (i % 16) / 4;
-        uint8_t& dst = o[2 * l.nr + g * 4 * l.nr + c * 4 + i % 4];
+        const int G = l.group, g = t == 0 ? i / G : (i % 16) / G;
+        uint8_t& dst = o[2 * l.nr + g * G * l.nr + c * G + i % G];
         if (t == 0)
           dst = uint8_t(value(t, src, i) + l.offset);
         else
@@ -91,7 +92,7 @@ void test_pack(const KernelRow& row, int t) {
       for (size_t i = 0; i < want.size(); ++i) {
         // Missing columns: any bytes but a zero scale.
         const int64_t in_block = int64_t(i) % l.block_bytes, data = in_block - 2 * l.nr;
-        if (data >= 0 && data % (4 * l.nr) / 4 >= cols) continue;
+        if (data >= 0 && data % (l.group * l.nr) / l.group >= cols) continue;
         ASSERT_EQ(got[i], want[i])
             << row.name << " cols " << cols << " blocks " << blocks << " byte " << i;
       }

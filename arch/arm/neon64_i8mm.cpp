@@ -1,10 +1,11 @@
-// The neon64_v82 table's quantized types with FEAT_I8MM's smmla dot kernels (quant_smmla.hpp),
+// The neon64_v82 table's quantized types with FEAT_I8MM's smmla dot kernels (quant_smmla.hpp)
+// and GEMM tile (qgemm_smmla.hpp),
 // compiled with +i8mm on top of that table's flags (CMakeLists.txt) and put in the table by
 // src/runtime/dispatch.cpp where HWCAP2 has i8mm (Neoverse V1 / N2, Cortex-A510 / A710 and
 // later); apart, so that nothing else in the table is compiled for it. The quantizers and P V
 // are the v8.2 ones, rebuilt here.
 #include "../common/quant.hpp"
-#include "qgemm_sdot.hpp"
+#include "qgemm_smmla.hpp"
 #include "quant_neon.hpp"
 #include "quant_smmla.hpp"
 
@@ -21,7 +22,7 @@ const QuantKernels& neon64_i8mm_quant_kernels() {
     static_assert(kMaxDotRows == 4, "a kernel per row count");
     k.dot_name = "smmla";
 #endif
-    fill_qgemm_sdot(k, std::make_integer_sequence<int, kQGemmSdotMr>());
+    fill_qgemm_smmla(k, std::make_integer_sequence<int, kQGemmSmmlaMr>());
     k.feature = "i8mm";
     return k;
   }();

@@ -34,17 +34,20 @@ inline constexpr int kQGemmSdotNr = 8;
 inline constexpr int kQGemmSdotMr = 3;
 inline constexpr int64_t kQGemmSdotBlockBytes[2] = {16 + 256, 16 + 128};
 
-template <int T>
+// G = 4 (sdot's groups); the smmla tile's panels are the same with runs of G = 8 bytes
+// (qgemm_smmla.hpp): group g holds each column's stored bytes G g..G g + G - 1 in turn.
+template <int T, int G = 4>
 void qgemm_pack_sdot(int64_t cols, int64_t blocks, const uint8_t* b, int64_t ldb, uint8_t* panel) {
   constexpr int64_t BS = kQBlockBytes[T];
-  constexpr int kGroups = T == 0 ? 8 : 4;
+  constexpr int kGroups = (T == 0 ? 32 : 16) / G;
   for (int64_t blk = 0; blk < blocks; ++blk) {
     uint8_t* out = panel + blk * kQGemmSdotBlockBytes[T];
     std::memset(out, 0, size_t(kQGemmSdotBlockBytes[T]));
     for (int64_t c = 0; c < cols; ++c) {
       const uint8_t* src = b + c * ldb + blk * BS;
       std::memcpy(out + 2 * c, src, 2);
-      for (int g = 0; g < kGroups; ++g) std::memcpy(out + 16 + 32 * g + 4 * c, src + 2 + 4 * g, 4);
+      for (int g = 0; g < kGroups; ++g)
+        std::memcpy(out + 16 + G * kQGemmSdotNr * g + G * c, src + 2 + G * g, G);
     }
   }
 }
@@ -119,6 +122,7 @@ void qgemm_sdot(const QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc,
       acc1[r] = vfmaq_f32(acc1[r], vcvtq_f32_s32(x.s1[r]), vmulq_f32(dk1, dq));
     }
   }
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     float out[kQGemmSdotNr];
     vst1q_f32(out, vmulq_n_f32(acc0[r], alpha));

@@ -22,7 +22,7 @@ struct PackedBHeader {
   char magic[8];
   char isa[16];
   int64_t k, n;
-  int32_t nr, kc;  // the layout's panel width and k blocking
+  int32_t nr, kc;  // the layout's panel width and k blocking (block types: the tile's run)
   int32_t type;    // the panels' elements: TESSERA_F32 (0, as before types), F16 or BF16
 };
 constexpr size_t kHeaderBytes = 64;
@@ -201,7 +201,8 @@ Status pack_bq(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, 
   PackedBHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   std::strncpy(h.isa, t.name, sizeof h.isa - 1);
-  h.k = k, h.n = n, h.nr = nr, h.kc = 0, h.type = int32_t(b_type);
+  h.k = k, h.n = n, h.nr = nr, h.type = int32_t(b_type);
+  h.kc = nr != 0 ? t.quant.gemm_group : 0;  // (the tile's runs: sdot's and smmla's differ)
   std::memcpy(packed, &h, sizeof h);
   if (k > 0 && n > 0)
     detail::pack_quant_b(t, b_type, n, k, static_cast<const uint8_t*>(b), ldb, nr,
@@ -216,7 +217,7 @@ Status packed_bq(const arch::KernelTable& t, const PackedBHeader& h, Transpose t
                  float beta, float* c, int64_t ldc, const detail::GemmSpans& s) {
   const DType type = DType(h.type);
   TESSERA_CHECK(detail::check_block_kernels("packed type", type, t));
-  if (h.nr != 0 && (h.nr != t.quant.gemm_nr || t.quant.gemm_mr == 0))
+  if (h.nr != 0 && (h.nr != t.quant.gemm_nr || h.kc != t.quant.gemm_group || t.quant.gemm_mr == 0))
     return detail::fail(Status::invalid_argument, "packed was written with another blocking");
   const size_t bytes = pack_bq_bytes(t, k, n, type, h.nr);
   TESSERA_CHECK(detail::check_disjoint(
