@@ -242,6 +242,10 @@ TEST_P(QuantGemm, PackedWeightsRejectWhatTheyWereNotPackedFor) {
   EXPECT_EQ(tessera::sgemm_pack_bq_size(Transpose::no_trans, 64, 20, DType::q4_0), 0u);
   EXPECT_EQ(tessera::sgemm_pack_bq_size(Transpose::trans, 64, 20, DType::f16), 0u);
   EXPECT_EQ(tessera::sgemm_pack_bq_size(Transpose::trans, 48, 20, DType::q8_0), 0u);
+  // k n = 2^63 - 2^58 fits in int64_t, its bytes (34 or more per 32 values) do not.
+  EXPECT_EQ(tessera::sgemm_pack_bq_size(Transpose::trans, int64_t(1) << 41,
+                                        (int64_t(1) << 22) - (int64_t(1) << 17), DType::q8_0),
+            0u);
   const size_t bytes = tessera::sgemm_pack_bq_size(Transpose::trans, 64, 20, DType::q4_0);
   ASSERT_GT(bytes, 0u);
   std::vector<float> buf(bytes / 4 + 1);

@@ -46,6 +46,22 @@ size_t packed_bytes(const arch::KernelTable& t, int64_t k, int64_t n, size_t ele
   return kHeaderBytes + elem * size_t(count);
 }
 
+// What every packer checks once its size is known: the size fits in size_t, the caller's buffer
+// holds it (size_fn names the call that tells it), and it does not overlap B.
+Status check_packed_room(const arch::KernelTable& t, int64_t k, int64_t n, size_t need,
+                         size_t given, const char* size_fn, const void* packed,
+                         const detail::Region& b) {
+  if (need == 0)
+    return detail::fail(Status::invalid_argument,
+                        "k = %lld, n = %lld: the packed size overflows size_t", (long long)k,
+                        (long long)n);
+  if (given < need)
+    return detail::fail(Status::invalid_argument,
+                        "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs (%s)",
+                        given, need, t.name, size_fn);
+  return detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1), {b});
+}
+
 Status check_pack_dims(Transpose tb, int64_t k, int64_t n) {
   TESSERA_CHECK(detail::check_transpose("tb", tb));
   TESSERA_CHECK(detail::check_nonneg("k", k));
@@ -107,18 +123,10 @@ Status pack(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, int
   // tessera_set_isa on another thread cannot make the layout outgrow the size checked here.
   const arch::KernelTable& t = detail::active_table();
   const size_t need = packed_bytes(t, k, n, detail::dtype_bytes(packed_type));
-  if (need == 0)
-    return detail::fail(Status::invalid_argument,
-                        "k = %lld, n = %lld: the packed size overflows size_t", (long long)k,
-                        (long long)n);
-  if (packed_bytes_given < need)
-    return detail::fail(Status::invalid_argument,
-                        "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs "
-                        "(tessera_sgemm_pack_b%s_size)",
-                        packed_bytes_given, need, t.name, packed_type == DType::f32 ? "" : "16");
-  TESSERA_CHECK(
-      detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
-                             {detail::region("b", b, b_span, detail::dtype_bytes(b_type))}));
+  TESSERA_CHECK(check_packed_room(
+      t, k, n, need, packed_bytes_given,
+      packed_type == DType::f32 ? "tessera_sgemm_pack_b_size" : "tessera_sgemm_pack_b16_size",
+      packed, detail::region("b", b, b_span, detail::dtype_bytes(b_type))));
   const arch::GemmKernels& blocked = detail::blocked_kernels(t.gemm, k, n);
   const bool widen = b_type != DType::f32 && packed_type == DType::f32;
   float* buf = nullptr;
@@ -167,9 +175,16 @@ Status check_pack_bq(Transpose tb, int64_t k, int64_t n, DType b_type) {
   return detail::check_blocks("k", k, b_type);
 }
 
+// 0 when the bytes do not fit in size_t: quant_packed_bytes' product (panels or rows, blocks, a
+// block's bytes) checked factor by factor first.
 size_t pack_bq_bytes(const arch::KernelTable& t, int64_t k, int64_t n, DType b_type, int nr) {
-  int64_t values = 0;
-  if (!detail::mul_ok(k, (n + 15) / 16 * 16, values)) return 0;
+  const int64_t columns = nr == 0 ? n : (n + nr - 1) / nr;
+  const int64_t block = nr == 0 ? detail::block_bytes(b_type)
+                                : t.quant.gemm_block_bytes[b_type == DType::q8_0 ? 0 : 1];
+  int64_t blocks = 0, bytes = 0;
+  if (!detail::mul_ok(columns, k / detail::kBlockValues, blocks) ||
+      !detail::mul_ok(blocks, block, bytes) || uint64_t(bytes) > SIZE_MAX - kHeaderBytes)
+    return 0;
   return kHeaderBytes + size_t(detail::quant_packed_bytes(t, b_type, n, k, nr));
 }
 
@@ -186,18 +201,9 @@ Status pack_bq(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, 
   const arch::KernelTable& t = detail::active_table();
   const int nr = detail::quant_panel_nr(t, b_type, ldb);
   const size_t need = pack_bq_bytes(t, k, n, b_type, nr);
-  if (need == 0)
-    return detail::fail(Status::invalid_argument,
-                        "k = %lld, n = %lld: the packed size overflows size_t", (long long)k,
-                        (long long)n);
-  if (packed_bytes_given < need)
-    return detail::fail(Status::invalid_argument,
-                        "packed_bytes = %zu is below the %zu bytes kernel table \"%s\" needs "
-                        "(tessera_sgemm_pack_bq_size)",
-                        packed_bytes_given, need, t.name);
   TESSERA_CHECK(
-      detail::check_disjoint(detail::region("packed", packed, int64_t(need), 1),
-                             {detail::region("b", b, detail::storage_bytes(b_type, b_span), 1)}));
+      check_packed_room(t, k, n, need, packed_bytes_given, "tessera_sgemm_pack_bq_size", packed,
+                        detail::region("b", b, detail::storage_bytes(b_type, b_span), 1)));
   PackedBHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   std::strncpy(h.isa, t.name, sizeof h.isa - 1);
