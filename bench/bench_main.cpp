@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "arch/kernels.hpp"
@@ -64,34 +65,24 @@ double measure_peak(int threads, int64_t iters, int reps, int kind = 0) {
   return best;
 }
 
+// A peak (kind: 0 FMA, 1 bf16 dot, 2 int8 dot) once per table and thread count, after warm-up
+// runs: a vCPU that sat idle through the run before (the 1-thread rows) can take the VM a while
+// to bring back, and two of four 2-thread runs here, started right after a 1-thread run,
+// measured their FMA peak at the 1-thread rate (every row then read ~180%).
+double cached_peak(int threads, int kind, int warmups) {
+  static std::map<std::tuple<std::string, int, int>, double> cache;
+  const auto key =
+      std::make_tuple(std::string(tessera::detail::active_table().name), threads, kind);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  measure_peak(threads, 4'000'000, warmups, kind);
+  return cache[key] = measure_peak(threads, 4'000'000, 5, kind);  // ~50 ms a run
+}
+
 }  // namespace
 
-double peak_flops(int threads) {
-  static std::map<std::pair<std::string, int>, double> cache;
-  const auto key = std::make_pair(std::string(tessera::detail::active_table().name), threads);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  // A warm-up first: a vCPU that sat idle through the run before (the 1-thread rows) can take
-  // the VM a while to bring back, and two of four 2-thread runs here, started right after a
-  // 1-thread run, measured their peak at the 1-thread rate (every row then read ~180%).
-  measure_peak(threads, 4'000'000, 6);
-  return cache[key] = measure_peak(threads, 4'000'000, 5);  // ~50 ms a run
-}
-
-double bf16_dot_peak_flops(int threads) {
-  static std::map<std::pair<std::string, int>, double> cache;
-  const auto key = std::make_pair(std::string(tessera::detail::active_table().name), threads);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  measure_peak(threads, 4'000'000, 3, 1);
-  return cache[key] = measure_peak(threads, 4'000'000, 5, 1);
-}
-
-double int8_dot_peak_ops(int threads) {
-  static std::map<std::pair<std::string, int>, double> cache;
-  const auto key = std::make_pair(std::string(tessera::detail::active_table().name), threads);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  measure_peak(threads, 4'000'000, 3, 2);
-  return cache[key] = measure_peak(threads, 4'000'000, 5, 2);
-}
+double peak_flops(int threads) { return cached_peak(threads, 0, 6); }
+double bf16_dot_peak_flops(int threads) { return cached_peak(threads, 1, 3); }
+double int8_dot_peak_ops(int threads) { return cached_peak(threads, 2, 3); }
 
 namespace {
 
