@@ -11,7 +11,7 @@ namespace testers {
 // conversions through convert_kernel, convert_test.cpp).
 void registered_kernel(const tessera::detail::KernelRow& row);
 void convert_kernel(const tessera::detail::KernelRow& row);
-// The block types' kernels (quant_kernels_test.cpp).
+// The block types' kernels (quant_kernels_test.cpp; the GEMM tiles go on to quant_gemm_kernel).
 void quant_kernel(const tessera::detail::KernelRow& row);
 // The packed GEMM tile of block-type weights and its packers (quant_gemm_kernels_test.cpp).
 void quant_gemm_kernel(const tessera::detail::KernelRow& row);

@@ -557,12 +557,11 @@ void testers::registered_kernel(const KernelRow& row) {
     case KernelFamily::dequantize_q8_0:
     case KernelFamily::dequantize_q4_0:
     case KernelFamily::quantize_rows_q8_0:
-      return testers::quant_kernel(row);
-    case KernelFamily::quant_gemm_q8_0:
+    case KernelFamily::quant_gemm_q8_0:  // (quant_kernel routes the GEMM tiles on)
     case KernelFamily::quant_gemm_q4_0:
     case KernelFamily::quant_gemm_pack_q8_0:
     case KernelFamily::quant_gemm_pack_q4_0:
-      return testers::quant_gemm_kernel(row);
+      return testers::quant_kernel(row);
     case KernelFamily::rope_angles_neox:
     case KernelFamily::rope_angles_gptj:
     case KernelFamily::rope_rotate_neox:
