@@ -31,9 +31,9 @@ struct QuantGemm {
 // The planner's split, from the shape and the tuning row alone: tasks of `rows` rows of C by
 // `cols` columns (a task's weight rows stay in L2 while its rows go by in groups of the dot
 // kernels' R). few_rows: one row block (decode), the tasks over columns only.
-// packed: from quant_gemm_pack_rows rows on a table with a packed GEMM tile (QuantKernels::gemm): B packed once per
-// call into its panels, then the tile over row groups and panels; otherwise the dot kernels read
-// B as stored.
+// packed: from quant_gemm_pack_rows rows on a table with a packed GEMM tile (QuantKernels::gemm): B
+// packed once per call into its panels, then the tile over row groups and panels; otherwise the dot
+// kernels read B as stored.
 struct QuantGemmPlan {
   bool few_rows, packed, parallel;
   int64_t rows, cols;
