@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "../kernels.hpp"
@@ -197,29 +198,46 @@ void quant_dot(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n, flo
   }
 }
 
-// P V with V dequantized in registers. The keys go in groups of kPvKeys: first each row's p
-// times each key's block scales (pd[j][b][r], so the inner loop broadcasts a product from memory),
-// then per block and chunk of Pv::kPvCols columns the rows' O chunk held in registers across the
-// group's keys, each key's chunk of q widened to floats once for all rows.
+// P V with V dequantized in registers. The keys go in groups of kPvKeys: first each key's block
+// scales (one conversion a key and block), then each row's p times them, a vector loop over the
+// keys (pd[b][r][j], so that the inner loop broadcasts a product from memory), then per block and
+// chunk of Pv::kPvCols columns the rows' O chunk held in registers across the group's keys, each
+// key's chunk of q widened to floats once for all rows.
 constexpr int kPvKeys = 32;
+// Copies of pd the inner loop reads, one per vector of a chunk where the FMA takes its broadcast
+// from memory (AVX-512's {1to16}): GCC folds a broadcast into an FMA only when no other FMA reads
+// the same address, else it broadcasts into a register first, a shuffle for every two FMAs.
+template <class P, class = void>
+struct PdCopies {
+  static constexpr int value = 1;
+};
+template <class P>
+struct PdCopies<P, std::void_t<decltype(P::kPdCopies)>> {
+  static constexpr int value = P::kPdCopies;
+};
 template <class QOps, int T, int R>
 void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv, int64_t blocks,
               float* o, int64_t ldo) {
   using P = typename QOps::Pv;  // the lanes of the float side (wider than a block's on AVX-512)
   using F = typename P::F;
-  constexpr int L = P::kLanes, C = P::kPvCols / L;
+  constexpr int L = P::kLanes, C = P::kPvCols / L, Copies = PdCopies<P>::value;
+  static_assert(Copies == 1 || Copies == C, "one copy, or one a vector of the chunk");
   constexpr int64_t BS = kQBlockBytes[T];
   constexpr int kMaxBlocks = 8;  // 256 values a row per pass
-  float pd[kPvKeys][kMaxBlocks][R];
+  float dv[kMaxBlocks][kPvKeys];
+  float pd[Copies][kMaxBlocks][R][kPvKeys];
   for (int64_t b0 = 0; b0 < blocks; b0 += kMaxBlocks) {
     const int64_t nb = std::min<int64_t>(kMaxBlocks, blocks - b0);
     for (int64_t j0 = 0; j0 < n; j0 += kPvKeys) {
       const int64_t nj = std::min<int64_t>(kPvKeys, n - j0);
       for (int64_t j = 0; j < nj; ++j)
-        for (int64_t b = 0; b < nb; ++b) {
-          const float dv = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);
-          for (int r = 0; r < R; ++r) pd[j][b][r] = p[r * ldp + j0 + j] * dv;
-        }
+        for (int64_t b = 0; b < nb; ++b) dv[b][j] = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);
+      for (int64_t b = 0; b < nb; ++b)
+        for (int r = 0; r < R; ++r)
+          for (int64_t j = 0; j < nj; ++j) {
+            const float x = p[r * ldp + j0 + j] * dv[b][j];
+            for (int c = 0; c < Copies; ++c) pd[c][b][r][j] = x;
+          }
       for (int64_t b = 0; b < nb; ++b)
         for (int c0 = 0; c0 < kQBlock; c0 += P::kPvCols) {
           float* ob = o + (b0 + b) * kQBlock + c0;
@@ -230,10 +248,9 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
             F x[C];
             P::template load_v<T, C>(v + (j0 + j) * ldv + (b0 + b) * BS + 2, c0, x);
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-              const F pr = P::set1(pd[j][b][r]);
-              for (int c = 0; c < C; ++c) acc[r][c] = P::fmadd(x[c], pr, acc[r][c]);
-            }
+            for (int r = 0; r < R; ++r)
+              for (int c = 0; c < C; ++c)
+                acc[r][c] = P::fmadd(x[c], P::set1(pd[c % Copies][b][r][j]), acc[r][c]);
           }
           for (int r = 0; r < R; ++r)
             for (int c = 0; c < C; ++c) P::store_f(ob + r * ldo + c * L, acc[r][c]);

@@ -162,6 +162,7 @@ struct QuantAvx2 {
 // each).
 struct PvAvx512 {
   static constexpr int kLanes = 16, kPvCols = 32;
+  static constexpr int kPdCopies = 2;  // quant_pv: each FMA its own {1to16} operand
   using F = __m512;
   static F set1(float x) { return _mm512_set1_ps(x); }
   static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
