@@ -36,11 +36,13 @@ const QuantKernels& avx512_vnni_quant_kernels() {
   static const QuantKernels kernels = [] {
     QuantKernels k = make_quant_kernels<QuantAvx512Vnni>();
 #if !defined(TESSERA_NO_QUANTIZED)
-    k.dot[0][1] = &quant_dot_vnni512<0, 1>, k.dot[0][2] = &quant_dot_vnni512<0, 2>;
+    // One row a key at a time, more rows sixteen keys at a time (quant_vnni512.hpp).
+    k.dot[0][1] = &quant_dot_vnni512_key_rows<0, 1>, k.dot[0][2] = &quant_dot_vnni512<0, 2>;
     k.dot[0][3] = &quant_dot_vnni512<0, 3>, k.dot[0][4] = &quant_dot_vnni512<0, 4>;
-    k.dot[1][1] = &quant_dot_vnni512<1, 1>, k.dot[1][2] = &quant_dot_vnni512<1, 2>;
+    k.dot[1][1] = &quant_dot_vnni512_key_rows<1, 1>, k.dot[1][2] = &quant_dot_vnni512<1, 2>;
     k.dot[1][3] = &quant_dot_vnni512<1, 3>, k.dot[1][4] = &quant_dot_vnni512<1, 4>;
     static_assert(kMaxDotRows == 4, "a kernel per row count");
+    for (int r = 2; r <= kMaxDotRows; ++r) k.dot_keys[r] = vnni512::kKeys;
     fill_qgemm(k, std::make_integer_sequence<int, kQGemmMr>());
 #endif
     k.feature = "avx512_vnni";
