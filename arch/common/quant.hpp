@@ -19,7 +19,8 @@
 //    order the kernel fixes (the same for every key and row, wherever the key falls in the call).
 //  - pv[t][R](n, p, ldp, v, ldv, blocks, o, ldo): o[r ldo + c] += sum_j p[r ldp + j] d_v q_v,
 //    float32, the keys summed in order into each O element (which it reads and writes).
-//  - Kernels are stateless, allocate nothing, read no byte past the blocks they are given.
+//  - Kernels are stateless, allocate nothing, read no byte past the blocks they are given (a
+//    dot kernel may prefetch rows past them: a hint that never faults, not a read).
 #pragma once
 
 #include "kernel_ns.hpp"
