@@ -93,22 +93,10 @@ inline __m512 key_scales(const uint8_t* const* rows, __m512i idx, bool gather, i
   return _mm512_cvtph_ps(h);
 }
 
-// Into L1, the pass's bytes of the 16 key rows from row j on: the rows a group of calls reads
-// after this one's. The
-// transposed loads touch 16 rows' lines at once, in an order the hardware prefetcher did not
-// follow (q8_0 decode took 10.3 ms at kv 32768 without it, 7.9 with it). A prefetch is a hint
-// that never faults, so rows past the caller's are fine; the address is formed as an integer,
-// not as a pointer past the array.
-constexpr int64_t kAhead = 2;  // groups of 16 keys: the next call's (kDecodeKeys = 32)
-TESSERA_ALWAYS_INLINE void prefetch_keys(const uint8_t* k, int64_t j, int64_t ldk,
-                                         int64_t row_bytes) {
-  const uintptr_t base = reinterpret_cast<uintptr_t>(k) + uintptr_t(j * ldk);
-  for (int c = 0; c < kKeys; ++c)
-    for (int64_t x = 0; x < row_bytes + 63; x += 64)
-      __builtin_prefetch(
-          reinterpret_cast<const void*>(base + uintptr_t(c * ldk + std::min(x, row_bytes - 1))), 0,
-          3);
-}
+// The transposed loads touch 16 rows' lines at once, in an order the hardware prefetcher did not
+// follow (q8_0 decode took 10.3 ms at kv 32768 without prefetching, 7.3-7.8 with it): each group
+// prefetches the rows two groups ahead, the next call's in decode (kDecodeKeys = 32).
+constexpr int64_t kAhead = 2;
 
 // ---- one row: a key at a time, two blocks a vector ----
 
@@ -272,7 +260,7 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
       const __m512i idx_j =
           nk == kKeys ? idx
                       : _mm512_min_epi32(idx, _mm512_set1_epi32(gather ? int((nk - 1) * ldk) : 0));
-      prefetch_keys(k + b0 * BS, j + kAhead * kKeys, ldk, nb * BS);
+      prefetch_rows_ahead(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
       __m512 acc[R];
       for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
