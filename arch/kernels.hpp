@@ -303,8 +303,8 @@ struct QuantKernels {
   // layout (qs ld = d, scales widened): the queries of the integer dot kernels.
   void (*quantize_rows)(int64_t rows, int64_t d, const float* x, int64_t ldx, int8_t* qs,
                         float* scales);
-  int dot_rows;                                     // R = 1..dot_rows
-  int dot_keys[kMaxDotRows + 1] = {2, 2, 2, 2, 2};  // keys a step of dot[t][R] (registry names)
+  int dot_rows;                                                           // R = 1..dot_rows
+  int dot_keys[2][kMaxDotRows + 1] = {{2, 2, 2, 2, 2}, {2, 2, 2, 2, 2}};  // of dot[t][R], a step
   QuantDotFn dot[2][kMaxDotRows + 1];
   QuantPvFn pv[2][kMaxDotRows + 1];
   // The packed GEMM tile: gemm[t][r] for r = 1..gemm_mr rows by gemm_nr columns, panels of

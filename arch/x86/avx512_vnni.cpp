@@ -42,7 +42,7 @@ const QuantKernels& avx512_vnni_quant_kernels() {
     k.dot[1][1] = &quant_dot_vnni512_key_rows<1, 1>, k.dot[1][2] = &quant_dot_vnni512<1, 2>;
     k.dot[1][3] = &quant_dot_vnni512<1, 3>, k.dot[1][4] = &quant_dot_vnni512<1, 4>;
     static_assert(kMaxDotRows == 4, "a kernel per row count");
-    for (int r = 2; r <= kMaxDotRows; ++r) k.dot_keys[r] = vnni512::kKeys;
+    for (int r = 2; r <= kMaxDotRows; ++r) k.dot_keys[0][r] = k.dot_keys[1][r] = vnni512::kKeys;
     fill_qgemm(k, std::make_integer_sequence<int, kQGemmMr>());
 #endif
     k.feature = "avx512_vnni";

@@ -100,7 +100,7 @@ struct Adder {
     const std::string dot = std::string("dot_") + (q.dot_name ? q.dot_name : "");
     for (int i = 0; i < 2; ++i) {
       for (int r = 1; r <= q.dot_rows; ++r) {
-        add(dots[i], dot.c_str(), r, q.dot_keys[r], 0, 0,
+        add(dots[i], dot.c_str(), r, q.dot_keys[i][r], 0, 0,
             reinterpret_cast<const void*>(q.dot[i][r]), types[i], q.feature);
         add(pvs[i], "pv", r, arch::kQBlock, 0, 0, reinterpret_cast<const void*>(q.pv[i][r]),
             types[i]);
