@@ -34,16 +34,18 @@ TESSERA_ALWAYS_INLINE void prefetch_span(const float* p, int64_t n) {
   __builtin_prefetch(p + n - 1, 0, kLocality);
 }
 
-// Into L1, bytes [0, len) of `rows` rows ld bytes apart from row `first` of base: rows a kernel
-// reads after its call (its caller's next call). A prefetch never faults, so the rows may lie
-// past the caller's array; the addresses are formed as integers, not as pointers past it.
+// Bytes [0, len) of `rows` rows ld bytes apart from row `first` of base, at kLocality (3: into
+// L1, 2: L2): rows a kernel reads after its call (its caller's next call). A prefetch never
+// faults, so the rows may lie past the caller's array; the addresses are formed as integers, not
+// as pointers past it.
+template <int kLocality>
 TESSERA_ALWAYS_INLINE void prefetch_rows_ahead(const void* base, int64_t first, int64_t rows,
                                                int64_t ld, int64_t len) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(base) + uintptr_t(first * ld);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t x = 0; x < len + 63; x += 64) {
       const uintptr_t a = p + uintptr_t(r * ld + (x < len ? x : len - 1));
-      __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
+      __builtin_prefetch(reinterpret_cast<const void*>(a), 0, kLocality);
     }
 }
 

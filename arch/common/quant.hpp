@@ -34,6 +34,7 @@
 
 #include "../kernels.hpp"
 #include "convert.hpp"
+#include "prefetch.hpp"
 
 namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
@@ -231,6 +232,10 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
     const int64_t nb = std::min<int64_t>(kMaxBlocks, blocks - b0);
     for (int64_t j0 = 0; j0 < n; j0 += kPvKeys) {
       const int64_t nj = std::min<int64_t>(kPvKeys, n - j0);
+      // The next group's rows into L2 (past the last group: the next call's, the next tile's in
+      // decode). Into L1 they cost q8_0 decode 13% (they evicted the group being read); into L2
+      // they gained 3-5% (kv 32768, 32/8 heads, d 128, Zen 4, 1 and 2 threads).
+      prefetch_rows_ahead<2>(v + b0 * BS, j0 + kPvKeys, kPvKeys, ldv, nb * BS);
       for (int64_t j = 0; j < nj; ++j)
         for (int64_t b = 0; b < nb; ++b) dv[b][j] = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);
       for (int64_t b = 0; b < nb; ++b)

@@ -260,7 +260,7 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
       const __m512i idx_j =
           nk == kKeys ? idx
                       : _mm512_min_epi32(idx, _mm512_set1_epi32(gather ? int((nk - 1) * ldk) : 0));
-      prefetch_rows_ahead(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
+      prefetch_rows_ahead<3>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
       __m512 acc[R];
       for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
