@@ -217,6 +217,23 @@ template <class P>
 struct PdCopies<P, std::void_t<decltype(P::kPdCopies)>> {
   static constexpr int value = P::kPdCopies;
 };
+constexpr int kPvMaxBlocks = 8;  // 256 values a row per pass
+// pd[c][b][r][j] = p[r ldp + j] dv[b][j] for c < copies, b < nb, r < rows, j < nj (pd's extents
+// copies x kPvMaxBlocks x rows x kPvKeys): out of line, once per table rather than per type and
+// row count (each kernel with its own vectorized loop cost AArch64 3 KB).
+[[gnu::noinline]] inline void pv_scale_products(int64_t nb, int rows, int64_t nj, int copies,
+                                                const float* p, int64_t ldp,
+                                                const float (*dv)[kPvKeys], float* pd) {
+  const int64_t copy = int64_t(kPvMaxBlocks) * rows * kPvKeys;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int r = 0; r < rows; ++r) {
+      float* out = pd + (b * rows + r) * kPvKeys;
+      for (int64_t j = 0; j < nj; ++j) {
+        const float x = p[r * ldp + j] * dv[b][j];
+        for (int c = 0; c < copies; ++c) out[c * copy + j] = x;
+      }
+    }
+}
 template <class QOps, int T, int R>
 void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv, int64_t blocks,
               float* o, int64_t ldo) {
@@ -225,7 +242,7 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
   constexpr int L = P::kLanes, C = P::kPvCols / L, Copies = PdCopies<P>::value;
   static_assert(Copies == 1 || Copies == C, "one copy, or one a vector of the chunk");
   constexpr int64_t BS = kQBlockBytes[T];
-  constexpr int kMaxBlocks = 8;  // 256 values a row per pass
+  constexpr int kMaxBlocks = kPvMaxBlocks;
   float dv[kMaxBlocks][kPvKeys];
   float pd[Copies][kMaxBlocks][R][kPvKeys];
   for (int64_t b0 = 0; b0 < blocks; b0 += kMaxBlocks) {
@@ -238,12 +255,7 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
       prefetch_rows_ahead<2>(v + b0 * BS, j0 + kPvKeys, kPvKeys, ldv, nb * BS);
       for (int64_t j = 0; j < nj; ++j)
         for (int64_t b = 0; b < nb; ++b) dv[b][j] = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);
-      for (int64_t b = 0; b < nb; ++b)
-        for (int r = 0; r < R; ++r)
-          for (int64_t j = 0; j < nj; ++j) {
-            const float x = p[r * ldp + j0 + j] * dv[b][j];
-            for (int c = 0; c < Copies; ++c) pd[c][b][r][j] = x;
-          }
+      pv_scale_products(nb, R, nj, Copies, p + j0, ldp, dv, &pd[0][0][0][0]);
       for (int64_t b = 0; b < nb; ++b)
         for (int c0 = 0; c0 < kQBlock; c0 += P::kPvCols) {
           float* ob = o + (b0 + b) * kQBlock + c0;
