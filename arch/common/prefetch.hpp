@@ -45,6 +45,7 @@ TESSERA_ALWAYS_INLINE void prefetch_rows_ahead(const void* base, int64_t first, 
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t x = 0; x < len + 63; x += 64) {
       const uintptr_t a = p + uintptr_t(r * ld + (x < len ? x : len - 1));
+      // NOLINTNEXTLINE(performance-no-int-to-ptr): the address may lie past the caller's array
       __builtin_prefetch(reinterpret_cast<const void*>(a), 0, kLocality);
     }
 }

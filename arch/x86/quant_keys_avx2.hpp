@@ -17,8 +17,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
+#include "../common/quant_lanes.hpp"
 #include "../kernels.hpp"
 
 namespace tessera::arch {
@@ -28,12 +28,6 @@ namespace avx2_keys {
 
 constexpr int kKeys = 8;         // keys a step, one a lane
 constexpr int kPassBlocks = 16;  // blocks a pass: the query's offset starts on the stack
-
-inline int32_t i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // Block `off` of the 8 keys rows[c] as 8 vectors of nibbles: vector i lane c holds the key's
 // values 4i..4i+3 (i < 4: low nibbles; else high nibbles of dword i - 4). Loads pair keys (m, m +
@@ -67,14 +61,8 @@ void quant_dot_q4_avx2_keys(const QuantRows& q, const uint8_t* k, int64_t ldk, i
   for (int64_t b0 = 0; b0 < blocks; b0 += kPassBlocks) {
     const int64_t nb = std::min<int64_t>(kPassBlocks, blocks - b0);
     const bool first = b0 == 0;
-    int32_t start[R][kPassBlocks];  // -8 (sum of the query's block)
-    for (int r = 0; r < R; ++r)
-      for (int64_t b = 0; b < nb; ++b) {
-        const int8_t* qb = q.qs + r * q.ld + (b0 + b) * kQBlock;
-        int32_t sum = 0;
-        for (int i = 0; i < kQBlock; ++i) sum += qb[i];
-        start[r][b] = -8 * sum;
-      }
+    int32_t start[R][kPassBlocks];
+    offset_starts(q, b0, nb, 8, start);
     for (int64_t j = 0; j < n; j += kKeys) {
       const int nk = int(std::min<int64_t>(kKeys, n - j));
       const uint8_t* rows[kKeys];
@@ -91,12 +79,13 @@ void quant_dot_q4_avx2_keys(const QuantRows& q, const uint8_t* k, int64_t ldk, i
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           const int8_t* qb = q.qs + r * q.ld + (b0 + b) * kQBlock;
-          __m256i e = _mm256_maddubs_epi16(t[0], _mm256_set1_epi32(i32(qb)));
-          __m256i o = _mm256_maddubs_epi16(t[1], _mm256_set1_epi32(i32(qb + 4)));
+          __m256i e = _mm256_maddubs_epi16(t[0], _mm256_set1_epi32(load_i32(qb)));
+          __m256i o = _mm256_maddubs_epi16(t[1], _mm256_set1_epi32(load_i32(qb + 4)));
           for (int i = 2; i < 8; i += 2) {
-            e = _mm256_add_epi16(e, _mm256_maddubs_epi16(t[i], _mm256_set1_epi32(i32(qb + 4 * i))));
+            e = _mm256_add_epi16(
+                e, _mm256_maddubs_epi16(t[i], _mm256_set1_epi32(load_i32(qb + 4 * i))));
             o = _mm256_add_epi16(
-                o, _mm256_maddubs_epi16(t[i + 1], _mm256_set1_epi32(i32(qb + 4 * i + 4))));
+                o, _mm256_maddubs_epi16(t[i + 1], _mm256_set1_epi32(load_i32(qb + 4 * i + 4))));
           }
           const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(e, o), ones),
                                                 _mm256_set1_epi32(start[r][b]));

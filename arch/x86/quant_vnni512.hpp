@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "../common/prefetch.hpp"
+#include "../common/quant_lanes.hpp"
 #include "../kernels.hpp"
 
 namespace tessera::arch {
@@ -30,12 +31,6 @@ namespace vnni512 {
 
 constexpr int kKeys = 16;        // keys a step, one a lane
 constexpr int kPassBlocks = 16;  // blocks a pass: the query's offset starts on the stack
-
-inline uint32_t u32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // Block b of the 16 keys rows[c] as 8 vectors of unsigned bytes, vector i lane c = the key's
 // values 4i..4i+3 (+ the offset). Loads pair keys (m, m + 4) and (m + 8, m + 12) a vector, so that
@@ -244,15 +239,8 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
   for (int64_t b0 = 0; b0 < blocks; b0 += kPassBlocks) {
     const int64_t nb = std::min<int64_t>(kPassBlocks, blocks - b0);
     const bool first = b0 == 0;
-    // -off * (sum of the query's block), per row and block of the pass
     int32_t start[R][kPassBlocks];
-    for (int r = 0; r < R; ++r)
-      for (int64_t b = 0; b < nb; ++b) {
-        const int8_t* qb = q.qs + r * q.ld + (b0 + b) * kQBlock;
-        int32_t sum = 0;
-        for (int i = 0; i < kQBlock; ++i) sum += qb[i];
-        start[r][b] = -(T == 0 ? 128 : 8) * sum;
-      }
+    offset_starts(q, b0, nb, T == 0 ? 128 : 8, start);
     for (int64_t j = 0; j < n; j += kKeys) {
       const int nk = int(std::min<int64_t>(kKeys, n - j));
       const uint8_t* rows[kKeys];
@@ -274,8 +262,8 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
           // two chains of four: the vpdpbusd latency hidden across rows and chains
           __m512i e = _mm512_set1_epi32(start[r][b]), o = _mm512_setzero_si512();
           for (int i = 0; i < 8; i += 2) {
-            e = _mm512_dpbusd_epi32(e, t[i], _mm512_set1_epi32(int(u32(qb + 4 * i))));
-            o = _mm512_dpbusd_epi32(o, t[i + 1], _mm512_set1_epi32(int(u32(qb + 4 * i + 4))));
+            e = _mm512_dpbusd_epi32(e, t[i], _mm512_set1_epi32(load_i32(qb + 4 * i)));
+            o = _mm512_dpbusd_epi32(o, t[i + 1], _mm512_set1_epi32(load_i32(qb + 4 * i + 4)));
           }
           const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(q.d[r * blocks + b0 + b]), dk);
           acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(e, o)), sc, acc[r]);

@@ -1,0 +1,37 @@
+// What the key-lane dot kernels share (a key a 32-bit lane: arch/x86/quant_vnni512.hpp,
+// arch/x86/quant_keys_avx2.hpp): the query's 4-byte groups, and each row's offset start.
+#pragma once
+
+#include "kernel_ns.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+#include "../kernels.hpp"
+
+namespace tessera::arch {
+inline namespace TESSERA_KERNEL_NS {
+
+// Four query bytes as one int32 (the kernels broadcast it).
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// start[r][b] = -off (the sum of row r's block b0 + b) for b < nb: the share of the keys' offset
+// (q8_0: 128, q4_0: 8) that the kernels' unsigned keys add, taken out once per call.
+template <int R, int kPass>
+void offset_starts(const QuantRows& q, int64_t b0, int64_t nb, int32_t off,
+                   int32_t (&start)[R][kPass]) {
+  for (int r = 0; r < R; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      const int8_t* qb = q.qs + r * q.ld + (b0 + b) * kQBlock;
+      int32_t sum = 0;
+      for (int i = 0; i < kQBlock; ++i) sum += qb[i];
+      start[r][b] = -off * sum;
+    }
+}
+
+}  // namespace TESSERA_KERNEL_NS
+}  // namespace tessera::arch
