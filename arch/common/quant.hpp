@@ -220,7 +220,7 @@ struct PdCopies<P, std::void_t<decltype(P::kPdCopies)>> {
 constexpr int kPvMaxBlocks = 8;  // 256 values a row per pass
 // pd[c][b][r][j] = p[r ldp + j] dv[b][j] for c < copies, b < nb, r < rows, j < nj (pd's extents
 // copies x kPvMaxBlocks x rows x kPvKeys): out of line, once per table rather than per type and
-// row count (each kernel with its own vectorized loop cost AArch64 3 KB).
+// row count: the vectorized loop and its remainder are code a board pays for per kernel.
 [[gnu::noinline]] inline void pv_scale_products(int64_t nb, int rows, int64_t nj, int copies,
                                                 const float* p, int64_t ldp,
                                                 const float (*dv)[kPvKeys], float* pd) {
@@ -250,8 +250,8 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
     for (int64_t j0 = 0; j0 < n; j0 += kPvKeys) {
       const int64_t nj = std::min<int64_t>(kPvKeys, n - j0);
       // The next group's rows into L2 (past the last group: the next call's, the next tile's in
-      // decode). Into L1 they cost q8_0 decode 13% (they evicted the group being read); into L2
-      // they gained 3-5% (kv 32768, 32/8 heads, d 128, Zen 4, 1 and 2 threads).
+      // decode), so they arrive while this group's FMAs run; into L1 they would evict the group
+      // being read.
       prefetch_rows_ahead<2>(v + b0 * BS, j0 + kPvKeys, kPvKeys, ldv, nb * BS);
       for (int64_t j = 0; j < nj; ++j)
         for (int64_t b = 0; b < nb; ++b) dv[b][j] = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);

@@ -1,5 +1,6 @@
 // What the key-lane dot kernels share (a key a 32-bit lane: arch/x86/quant_vnni512.hpp,
-// arch/x86/quant_keys_avx2.hpp): the query's 4-byte groups, and each row's offset start.
+// arch/x86/quant_keys_avx2.hpp): the query's 4-byte groups, each row's offset start, and the keys'
+// f16 scales gathered into one array.
 #pragma once
 
 #include "kernel_ns.hpp"
@@ -17,6 +18,13 @@ inline int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
+}
+
+// h[c] = the f16 scale of the block at byte `off` of key row rows[c], c < N (scalar loads: a
+// vector gather was no faster, and needed 32-bit offsets).
+template <int N>
+inline void load_scales(const uint8_t* const* rows, int64_t off, uint16_t (&h)[N]) {
+  for (int c = 0; c < N; ++c) std::memcpy(&h[c], rows[c] + off, 2);
 }
 
 // start[r][b] = -off (the sum of row r's block b0 + b) for b < nb: the share of the keys' offset

@@ -74,7 +74,7 @@ void quant_dot_q4_avx2_keys(const QuantRows& q, const uint8_t* k, int64_t ldk, i
         __m256i t[8];
         transpose_nibbles(rows, off + 2, t);
         alignas(16) uint16_t h[kKeys];
-        for (int c = 0; c < kKeys; ++c) std::memcpy(&h[c], rows[c] + off, 2);
+        load_scales(rows, off, h);
         const __m256 dk = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {

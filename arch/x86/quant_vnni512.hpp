@@ -9,8 +9,8 @@
 // in unsigned with an offset (q8_0: k + 128, one xor; q4_0: its nibbles n = k + 8 as stored) and
 // the query signed; the offset's share, -off * (the block's sum of q), starts each sum, so the
 // lanes hold sum q k exactly (|k + 128| <= 255, |q| <= 127: 32 products and the start within
-// int32). The keys' scales come by one gather a block. A last group of fewer than 16 keys repeats
-// its last key in the missing lanes (read, never stored), so that every key is summed alike
+// int32). The keys' scales come by scalar loads into one array. A last group of fewer than 16 keys
+// repeats its last key in the missing lanes (read, never stored), so that every key is summed alike
 // wherever it falls in the call.
 #pragma once
 
@@ -75,22 +75,9 @@ inline void transpose_keys(const uint8_t* const* rows, int64_t off, __m512i* t) 
   }
 }
 
-// The 16 keys' scales of the block at byte `off` (rows[0] + idx[c] = key c's row).
-inline __m512 key_scales(const uint8_t* const* rows, __m512i idx, bool gather, int64_t off) {
-  __m256i h;
-  if (gather) {
-    h = _mm512_cvtepi32_epi16(_mm512_i32gather_epi32(idx, rows[0] + off, 1));
-  } else {  // rows too far apart for 32-bit offsets
-    alignas(32) uint16_t d[kKeys];
-    for (int c = 0; c < kKeys; ++c) std::memcpy(&d[c], rows[c] + off, 2);
-    h = _mm256_load_si256(reinterpret_cast<const __m256i*>(d));
-  }
-  return _mm512_cvtph_ps(h);
-}
-
-// The transposed loads touch 16 rows' lines at once, in an order the hardware prefetcher did not
-// follow (q8_0 decode took 10.3 ms at kv 32768 without prefetching, 7.3-7.8 with it): each group
-// prefetches the rows two groups ahead, the next call's in decode (kDecodeKeys = 32).
+// The transposed loads touch 16 rows' lines at once, in an order the hardware prefetcher does not
+// follow: each group prefetches the rows two groups ahead, the next call's in decode
+// (kDecodeKeys = 32), so they arrive while this call's work runs.
 constexpr int64_t kAhead = 2;
 
 // ---- one row: a key at a time, two blocks a vector ----
@@ -232,10 +219,6 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
   using namespace vnni512;
   constexpr int64_t BS = kQBlockBytes[T];
   const int64_t blocks = q.blocks;
-  const bool gather = ldk <= (int64_t(1) << 31) / kKeys;
-  const __m512i idx =
-      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                         _mm512_set1_epi32(gather ? int(ldk) : 0));
   for (int64_t b0 = 0; b0 < blocks; b0 += kPassBlocks) {
     const int64_t nb = std::min<int64_t>(kPassBlocks, blocks - b0);
     const bool first = b0 == 0;
@@ -245,9 +228,6 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
       const int nk = int(std::min<int64_t>(kKeys, n - j));
       const uint8_t* rows[kKeys];
       for (int c = 0; c < kKeys; ++c) rows[c] = k + (j + std::min(c, nk - 1)) * ldk;
-      const __m512i idx_j =
-          nk == kKeys ? idx
-                      : _mm512_min_epi32(idx, _mm512_set1_epi32(gather ? int((nk - 1) * ldk) : 0));
       prefetch_rows_ahead<3>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
       __m512 acc[R];
       for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -255,7 +235,9 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
         const int64_t off = (b0 + b) * BS;
         __m512i t[8];
         transpose_keys<T>(rows, off + 2, t);
-        const __m512 dk = key_scales(rows, idx_j, gather, off);
+        alignas(32) uint16_t h[kKeys];
+        load_scales(rows, off, h);
+        const __m512 dk = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           const int8_t* qb = q.qs + r * q.ld + (b0 + b) * kQBlock;
