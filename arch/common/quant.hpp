@@ -221,16 +221,19 @@ constexpr int kPvMaxBlocks = 8;  // 256 values a row per pass
 // pd[c][b][r][j] = p[r ldp + j] dv[b][j] for c < copies, b < nb, r < rows, j < nj (pd's extents
 // copies x kPvMaxBlocks x rows x kPvKeys): out of line, once per table rather than per type and
 // row count: the vectorized loop and its remainder are code a board pays for per kernel.
-[[gnu::noinline]] inline void pv_scale_products(int64_t nb, int rows, int64_t nj, int copies,
-                                                const float* p, int64_t ldp,
-                                                const float (*dv)[kPvKeys], float* pd) {
-  const int64_t copy = int64_t(kPvMaxBlocks) * rows * kPvKeys;
+template <int Copies>
+[[gnu::noinline]] void pv_scale_products(int64_t nb, int rows, int64_t nj,
+                                         const float* __restrict p, int64_t ldp,
+                                         const float (*__restrict dv)[kPvKeys],
+                                         float* __restrict pd) {
+  constexpr int64_t copy = int64_t(kPvMaxBlocks) * kMaxDotRows * kPvKeys;
   for (int64_t b = 0; b < nb; ++b)
     for (int r = 0; r < rows; ++r) {
-      float* out = pd + (b * rows + r) * kPvKeys;
+      float* __restrict out = pd + (b * kMaxDotRows + r) * kPvKeys;
+      const float* __restrict pr = p + r * ldp;
       for (int64_t j = 0; j < nj; ++j) {
-        const float x = p[r * ldp + j] * dv[b][j];
-        for (int c = 0; c < copies; ++c) out[c * copy + j] = x;
+        const float x = pr[j] * dv[b][j];
+        for (int c = 0; c < Copies; ++c) out[c * copy + j] = x;
       }
     }
 }
@@ -244,7 +247,7 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
   constexpr int64_t BS = kQBlockBytes[T];
   constexpr int kMaxBlocks = kPvMaxBlocks;
   float dv[kMaxBlocks][kPvKeys];
-  float pd[Copies][kMaxBlocks][R][kPvKeys];
+  float pd[Copies][kMaxBlocks][kMaxDotRows][kPvKeys];
   for (int64_t b0 = 0; b0 < blocks; b0 += kMaxBlocks) {
     const int64_t nb = std::min<int64_t>(kMaxBlocks, blocks - b0);
     for (int64_t j0 = 0; j0 < n; j0 += kPvKeys) {
@@ -255,7 +258,7 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
       prefetch_rows_ahead<2>(v + b0 * BS, j0 + kPvKeys, kPvKeys, ldv, nb * BS);
       for (int64_t j = 0; j < nj; ++j)
         for (int64_t b = 0; b < nb; ++b) dv[b][j] = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);
-      pv_scale_products(nb, R, nj, Copies, p + j0, ldp, dv, &pd[0][0][0][0]);
+      pv_scale_products<Copies>(nb, R, nj, p + j0, ldp, dv, &pd[0][0][0][0]);
       for (int64_t b = 0; b < nb; ++b)
         for (int c0 = 0; c0 < kQBlock; c0 += P::kPvCols) {
           float* ob = o + (b0 + b) * kQBlock + c0;

@@ -82,6 +82,10 @@ struct KeyDots {
   int64_t rows;
   const int* cols;
   void (*block)(const Task& t, int64_t j0, int64_t jb, int64_t nb);
+  // A call may take a whole tile when one call holds every row: the block-type kernels, whose
+  // calls each set up the query's block sums and prefetch their own rows ahead (the float
+  // kernels measured slower so, and keep the blocks).
+  bool whole_tile = false;
 };
 
 // Float32 K: read in place.
@@ -140,7 +144,7 @@ constexpr int kQuantDotCols[arch::kMaxDotRows + 1] = {1, 2, 2, 2, 2};
 KeyDots key_dots(const arch::KernelTable& kt, tessera_dtype k_type) {
   const arch::GemmKernels& gk = kt.gemm;
   if (k_type == TESSERA_F32) return {gk.dot_rows, gk.dot_cols, key_dots_f32};
-  if (KvRows::block(k_type)) return {kt.quant.dot_rows, kQuantDotCols, key_dots_quant};
+  if (KvRows::block(k_type)) return {kt.quant.dot_rows, kQuantDotCols, key_dots_quant, true};
   return {gk.dot16_rows, gk.dot16_cols, key_dots_16};
 }
 
@@ -151,7 +155,8 @@ void scores_few_rows(const Task& t, const KeyDots& kd, int64_t j0, int64_t n) {
   int64_t unit = 1;
   for (int64_t r = 1; r <= std::min(kd.rows, t.rows); ++r)
     unit = std::lcm(unit, int64_t(kd.cols[r]));
-  const int64_t block = std::max<int64_t>(1, kDecodeKeys / unit) * unit;
+  const int64_t block =
+      kd.whole_tile && t.rows <= kd.rows ? n : std::max<int64_t>(1, kDecodeKeys / unit) * unit;
   // K read in place: a block stops at its page's end (paged K).
   for (int64_t jb = 0, nb; jb < n; jb += nb) {
     nb = t.krows.run(j0 + jb, std::min(block, n - jb));
