@@ -76,8 +76,8 @@ inline void transpose_keys(const uint8_t* const* rows, int64_t off, __m512i* t) 
 }
 
 // The transposed loads touch 16 rows' lines at once, in an order the hardware prefetcher does not
-// follow: each group prefetches the rows two groups ahead, the next call's in decode
-// (kDecodeKeys = 32), so they arrive while this call's work runs.
+// follow: each group prefetches the rows two groups ahead (past the call's end: the next call's,
+// the next tile's in decode), so they arrive while this group's work runs.
 constexpr int64_t kAhead = 2;
 
 // ---- one row: a key at a time, two blocks a vector ----
