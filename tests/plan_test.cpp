@@ -186,6 +186,7 @@ struct AttentionShape {
 };
 const AttentionShape kAttentionShapes[] = {
     {1, 32, 8, 1, 4096, "decode, GQA 4"},
+    {1, 32, 8, 1, 32768, "decode, K and V past the last-level cache"},
     {1, 32, 32, 1, 512, "decode within one chunk"},
     {1, 32, 32, 1, 513, "decode, two chunks"},
     {4, 8, 8, 8, 2048, "8 speculative tokens"},
@@ -203,16 +204,17 @@ std::string attention_plan_line(const Profile& pr, CpuClass c, const AttentionSh
   tessera_attention_desc d{};
   d.batch = s.batch, d.q_heads = s.q_heads, d.kv_heads = s.kv_heads;
   d.q_len = s.q_len, d.kv_len = s.kv_len;
+  d.head_dim = d.value_dim = 128, d.k_type = d.v_type = TESSERA_F16;
   const detail::AttentionPlan plan = detail::plan_attention(
       d, s.q_heads / s.kv_heads, pr.kernels.mr, detail::tuning_row(c), threads);
   char line[256];
   std::snprintf(line, sizeof line,
                 "%s %s t%d b%lld h%lld/%lld q%lld kv%lld -> %s bq:%lld blocks:%lld chunk:%lld "
-                "chunks:%lld",
+                "chunks:%lld kv-prefetch:%d",
                 pr.table, detail::cpu_class_name(c), threads, (long long)s.batch,
                 (long long)s.q_heads, (long long)s.kv_heads, (long long)s.q_len,
                 (long long)s.kv_len, plan.rule, (long long)plan.bq, (long long)plan.q_blocks,
-                (long long)plan.chunk, (long long)plan.chunks);
+                (long long)plan.chunk, (long long)plan.chunks, int(plan.prefetch_kv));
   return line;
 }
 

@@ -21,6 +21,10 @@ AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int
     plan.rule = "decode-split-kv";
     plan.chunk = tn.attention_decode_chunk;
     plan.chunks = std::max<int64_t>(1, ceil_div(d.kv_len, plan.chunk));
+    const double rows = double(d.batch) * double(d.kv_heads) * double(d.kv_len);
+    plan.prefetch_kv = rows * double(tessera_dtype_size(d.k_type, d.head_dim) +
+                                     tessera_dtype_size(d.v_type, d.value_dim)) >
+                       tn.attention_stream_kv_bytes;
     return plan;
   }
   plan.rule = "prefill-key-tiles";

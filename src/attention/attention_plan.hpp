@@ -24,6 +24,9 @@ struct AttentionPlan {
   // decode_split_kv: keys per chunk (a function of kv_len and the row alone: the merge order,
   // and so the results, never depend on the thread count) and chunks per head.
   int64_t chunk = 0, chunks = 0;
+  // decode_split_kv: K and V come from memory (past the tuning row's attention_stream_kv_bytes),
+  // so the key loop prefetches each next block's rows.
+  bool prefetch_kv = false;
 };
 
 // group: query heads per kv head; mr: the rows of the table's GEMM tile.

@@ -23,7 +23,8 @@ struct Geometry {
   const tessera_attention_desc& d;
   int64_t group;  // query heads per KV head
   float scale;
-  bool elementwise;  // bias, mask, ALiBi or softcap: every tile needs the per-element pass
+  bool elementwise;          // bias, mask, ALiBi or softcap: every tile needs the per-element pass
+  bool prefetch_kv = false;  // the plan's (decode: K and V come from memory)
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

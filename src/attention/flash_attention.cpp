@@ -184,6 +184,7 @@ Status flash_attention(const tessera_attention_desc& d, const float* q, const vo
       d.bias != nullptr || d.mask != nullptr || d.alibi_slopes != nullptr || d.softcap > 0.0f};
   const AttentionPlan plan = plan_attention(d, g.group, kt.gemm.mr, active_tuning(),
                                             tbb::this_task_arena::max_concurrency());
+  g.prefetch_kv = plan.prefetch_kv;
   if (rule) *rule = plan.rule;
   return plan.path == AttentionPath::decode_split_kv ? decode(g, plan, kt, q, k, v, o)
                                                      : prefill(g, plan, kt, q, k, v, o);

@@ -113,13 +113,21 @@ void key_dots_16(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
   const int64_t D = t.g.d.head_dim, R = gk.dot16_rows, ldk = t.krows.ld;
   const int t16 = t.g.d.k_type == TESSERA_BF16 ? 1 : 0;
   const uint16_t* kblock = t.krows.row16(j0 + jb);
+  // K from memory (the plan's prefetch_kv): the next block's rows into L2 (past the tile's end:
+  // the next tile's), a call's rows at a time, so they arrive while this block's calls run; the
+  // hardware prefetcher alone left decode waiting on memory, into L1 they evicted the block being
+  // read, and all at the block's start they delayed its loads.
+  const bool ahead = t.g.prefetch_kv;
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i), J = gk.dot16_cols[r];
     float* srow = t.st.s + i * kBK + jb;
     int64_t j = 0;
-    for (; j + J <= nb; j += J)
+    for (; j + J <= nb; j += J) {
+      if (ahead && i == 0)
+        arch::prefetch_rows_ahead<2>(kblock + j * ldk, kDecodeKeys, J, ldk * 2, D * 2);
       gk.dot16[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
                        0.0f);
+    }
     for (; j < nb; ++j)
       gk.dot16_1[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
                          0.0f);
@@ -289,6 +297,8 @@ void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t) {
   for (int64_t kb = extent[0], kn; kb < extent[1]; kb += kn) {
     kn = t.vrows.run(j0 + kb, std::min(kDecodeKeys, extent[1] - kb));  // within a page
     const uint16_t* vsrc = t.vrows.row16(j0 + kb);
+    if (t.g.prefetch_kv)  // as K's, a block at a time (one call reads it)
+      arch::prefetch_rows_ahead<2>(vsrc, kDecodeKeys, kDecodeKeys, t.vrows.ld * 2, Dv * 2);
     for (int64_t c0 = 0; c0 < Dv; c0 += cols)
       gk.wide16[t16][t.rows](kn, t.st.s + kb, kBK, 1, vsrc + c0, t.vrows.ld, t.st.o + c0, Dv,
                              std::min(cols, Dv - c0), 1.0f, 1.0f);
