@@ -267,6 +267,9 @@ struct QuantRows {
   const int8_t* qs;
   const float* d;
   int64_t ld, blocks;
+  // K comes from memory (decode past the last-level cache): a kernel that prefetches its rows
+  // ahead fetches them into L2 rather than L1. A hint: the results do not depend on it.
+  bool streamed = false;
 };
 // S[r][j] = alpha sum_b dq[r][b] dk[j][b] sum_i q[r][32 b + i] k[j][32 b + i] for r < R rows
 // (the table's index) and j < n keys, K's rows of `blocks` blocks ldk bytes apart.

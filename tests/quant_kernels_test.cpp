@@ -95,6 +95,13 @@ void test_dot(const KernelRow& row, int t) {
             ADD_FAILURE() << row.name << ": S(" << r << ", " << j << ") = " << got << ", want "
                           << want << " (blocks " << blocks << ", n " << n << ")";
         }
+      // The streamed hint moves prefetches only: the same bits.
+      std::vector<float> s2(s.size(), kGuard);
+      fn(arch::QuantRows{qs.data(), qd.data(), D, blocks, true}, k.data(), ldk, n, s2.data() + lds,
+         lds, alpha);
+      if (std::memcmp(s.data(), s2.data(), s.size() * sizeof(float)) != 0)
+        ADD_FAILURE() << row.name << ": the streamed hint changed S (blocks " << blocks << ", n "
+                      << n << ")";
       if (::testing::Test::HasFailure()) return;
     }
 }

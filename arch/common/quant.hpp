@@ -17,6 +17,7 @@
 //    dot of block b (the query's q in [-127, 127], as quantize_rows makes them; a key's any
 //    int8), the products of the scales and the block sums in float32, the blocks summed in an
 //    order the kernel fixes (the same for every key and row, wherever the key falls in the call).
+//    q.streamed (K from memory) may change where a kernel prefetches to, never what it returns.
 //  - pv[t][R](n, p, ldp, v, ldv, blocks, o, ldo): o[r ldo + c] += sum_j p[r ldp + j] d_v q_v,
 //    float32, the keys summed in order into each O element (which it reads and writes).
 //  - Kernels are stateless, allocate nothing, read no byte past the blocks they are given (a

@@ -228,7 +228,10 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
       const int nk = int(std::min<int64_t>(kKeys, n - j));
       const uint8_t* rows[kKeys];
       for (int c = 0; c < kKeys; ++c) rows[c] = k + (j + std::min(c, nk - 1)) * ldk;
-      prefetch_rows_ahead<3>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
+      if (q.streamed)  // from memory: into L1 they evicted the rows being read
+        prefetch_rows_ahead<2>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
+      else
+        prefetch_rows_ahead<3>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
       __m512 acc[R];
       for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {

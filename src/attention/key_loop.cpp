@@ -143,7 +143,7 @@ void key_dots_quant(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
   const uint8_t* kblock = t.krows.row8(j0 + jb);
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i);
-    const arch::QuantRows q{t.st.qq + i * D, t.st.qd + i * blocks, D, blocks};
+    const arch::QuantRows q{t.st.qq + i * D, t.st.qd + i * blocks, D, blocks, t.g.prefetch_kv};
     qk.dot[ti][r](q, kblock, t.krows.ld_bytes(), nb, t.st.s + i * kBK + jb, kBK, t.g.scale);
   }
 }
