@@ -228,7 +228,7 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
       const int nk = int(std::min<int64_t>(kKeys, n - j));
       const uint8_t* rows[kKeys];
       for (int c = 0; c < kKeys; ++c) rows[c] = k + (j + std::min(c, nk - 1)) * ldk;
-      if (q.streamed)  // from memory: into L1 they evicted the rows being read
+      if (q.streamed)  // from memory: into L2 measured faster; from the cache, into L1
         prefetch_rows_ahead<2>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
       else
         prefetch_rows_ahead<3>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
