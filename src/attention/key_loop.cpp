@@ -100,8 +100,11 @@ void key_dots_f32(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
     const arch::GemmDotFn dot = r == 1 ? gk.dot_stream : gk.dot[r];
     float* srow = t.st.s + i * kBK + jb;
     int64_t j = 0;
-    for (; j + J <= nb; j += J)
+    for (; j + J <= nb; j += J) {
+      if (t.g.prefetch_kv && i == 0)  // as key_dots_16
+        arch::prefetch_rows_ahead<2>(kblock + j * ldk, kDecodeKeys, J, ldk * 4, D * 4);
       dot(D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f);
+    }
     for (; j < nb; ++j)
       gk.dot1[r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f);
   }
@@ -325,6 +328,8 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
     ke = kb + t.vrows.run(j0 + kb, std::min(hi - kb, kDecodeKeys));  // within a page
     int64_t ldv;
     const float* vblock = t.vrows.tile(t.kt, j0 + kb, ke - kb, ldv);
+    if (t.g.prefetch_kv)  // as pv_in_place_16
+      arch::prefetch_rows_ahead<2>(vblock, kDecodeKeys, kDecodeKeys, ldv * 4, Dv * 4);
     for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
       const int64_t k0 = std::max(kb, extent[2 * p]), k1 = std::min(ke, extent[2 * p + 1]);
       const int64_t r = std::min(MR, t.rows - ir);
