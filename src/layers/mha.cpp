@@ -85,105 +85,132 @@ void* cache_row(const MhaDesc& d, DType ct, bool v_side, int64_t bh, int64_t t) 
   return at(v_side ? d.v_cache : d.k_cache, ct, row * dim);
 }
 
-}  // namespace
-
-Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const MhaCounts& sz,
-               const float* x_q, const float* x_k, const float* x_v, float* out, void* workspace) {
-  const Verbose vb;
+// The workspace carved into the call's buffers, each 64-byte aligned.
+struct MhaBuffers {
+  float *qp, *kp, *vp, *op, *lse;
+  void *save_k, *save_v;
+  uint8_t* mask_rows;
+  int32_t* paged_lens;
+};
+MhaBuffers carve_workspace(void* workspace, const MhaCounts& sz) {
   char* base = static_cast<char*>(workspace);
   base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
   auto carve = [&](size_t floats) {
-    // Each buffer starts 64-byte aligned inside the byte workspace.
     // cppcheck-suppress invalidPointerCast
     float* p = reinterpret_cast<float*>(base);
     base += round_up(floats * 4);
     return p;
   };
-  float* qp = carve(sz.q);
-  float* kp = carve(sz.kv_k);
-  float* vp = carve(sz.kv_v);
-  float* op = carve(sz.o);
-  float* lse = carve(sz.lse);
-  void* save_k = carve(sz.save_k);
-  void* save_v = carve(sz.save_v);
+  MhaBuffers b{};
+  b.qp = carve(sz.q), b.kp = carve(sz.kv_k), b.vp = carve(sz.kv_v), b.op = carve(sz.o);
+  b.lse = carve(sz.lse);
+  b.save_k = carve(sz.save_k), b.save_v = carve(sz.save_v);
   // cppcheck-suppress invalidPointerCast
-  auto* mask_rows = reinterpret_cast<uint8_t*>(carve(sz.ring_mask));
+  b.mask_rows = reinterpret_cast<uint8_t*>(carve(sz.ring_mask));
   // cppcheck-suppress invalidPointerCast
-  auto* paged_lens = reinterpret_cast<int32_t*>(carve(sz.paged_lens));
+  b.paged_lens = reinterpret_cast<int32_t*>(carve(sz.paged_lens));
+  return b;
+}
 
-  const int64_t B = d.batch, Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim;
+// Q of the queries, K and V of the new tokens ([batch][len][head][dim]): one product each.
+Status project_inputs(const MhaWeights& w, const MhaDesc& d, const float* x_q, const float* x_k,
+                      const float* x_v, const MhaBuffers& b) {
+  const int64_t rows_q = d.batch * d.q_len, rows_kv = d.batch * d.kv_len;
+  const int64_t nq = d.q_heads * d.head_dim, nk = d.kv_heads * d.head_dim;
+  Status s = linear(rows_q, d.q_in_dim, nq, x_q, d.q_in_dim, w.q, w.b_q, b.qp, nq);
+  if (s == Status::ok) s = linear(rows_kv, d.kv_in_dim, nk, x_k, d.kv_in_dim, w.k, w.b_k, b.kp, nk);
+  const int64_t nv = d.kv_heads * d.value_dim;
+  if (s == Status::ok) s = linear(rows_kv, d.kv_in_dim, nv, x_v, d.kv_in_dim, w.v, w.b_v, b.vp, nv);
+  return s;
+}
+
+// Rotary embeddings (a token's query and key heads turned at its position; q_len == kv_len),
+// then the Hadamard rotation of each new key (value) head before the cache or the attention.
+void rotate_new_rows(const MhaDesc& d, const MhaBuffers& bf) {
+  const int64_t Lq = d.q_len, Lkv = d.kv_len, D = d.head_dim, Dv = d.value_dim;
   const int64_t Hq = d.q_heads, Hk = d.kv_heads;
-  const bool cached = d.k_cache != nullptr;
-  const DType ct = cached ? DType(d.cache_type) : DType::f32;
-  Status s = linear(B * Lq, d.q_in_dim, Hq * D, x_q, d.q_in_dim, w.q, w.b_q, qp, Hq * D);
-  // K and V of the new tokens, [batch][kv_len][kv head][dim]: one product each.
-  if (s == Status::ok)
-    s = linear(B * Lkv, d.kv_in_dim, Hk * D, x_k, d.kv_in_dim, w.k, w.b_k, kp, Hk * D);
-  if (s == Status::ok)
-    s = linear(B * Lkv, d.kv_in_dim, Hk * Dv, x_v, d.kv_in_dim, w.v, w.b_v, vp, Hk * Dv);
-  // Rotary embeddings: a token's query and key heads turned at its position (q_len == kv_len).
-  if (s == Status::ok && d.rope.style != TESSERA_ROPE_NONE)
-    for (int64_t b = 0; b < B; ++b) {
+  if (d.rope.style != TESSERA_ROPE_NONE)
+    for (int64_t b = 0; b < d.batch; ++b) {
       const int64_t first = paged_on(d) ? d.cache_lens[b] : d.k_cache ? d.cache_len : 0;
       const RopePositions pos{d.rope_positions ? d.rope_positions + b * Lkv : nullptr, first, Lkv};
-      rope_tokens(d.rope, D, Lkv, pos, {qp + b * Lq * Hq * D, Hq, Hq * D, D},
-                  {kp + b * Lkv * Hk * D, Hk, Hk * D, D});
+      rope_tokens(d.rope, D, Lkv, pos, {bf.qp + b * Lq * Hq * D, Hq, Hq * D, D},
+                  {bf.kp + b * Lkv * Hk * D, Hk, Hk * D, D});
     }
-  // Rotated keys (and values): each head's row rotated before the cache or the attention.
-  if (s == Status::ok && d.hadamard) hadamard_rows(B * Lkv * Hk, D, d.hadamard, kp, D, kp, D);
-  if (s == Status::ok && d.hadamard_v) hadamard_rows(B * Lkv * Hk, Dv, d.hadamard, vp, Dv, vp, Dv);
+  const int64_t rows = d.batch * Lkv * Hk;
+  if (d.hadamard) hadamard_rows(rows, D, d.hadamard, bf.kp, D, bf.kp, D);
+  if (d.hadamard_v) hadamard_rows(rows, Dv, d.hadamard, bf.vp, Dv, bf.vp, Dv);
+}
 
-  tessera_attention_desc a = mha_attention_desc(d);
-  a.lse = d.lse ? lse : nullptr;  // copied to the caller's once nothing can fail
-  const void *keys = kp, *values = vp;
-  // The cache rows of (batch, kv head) bh this call writes (positions [cache_len, cache_len +
-  // kv_len), in their slots: a ring's wrap), and a copy of them: put back if a later step
-  // fails, so that a failed call leaves the cache as it found it.
-  const bool ring = ring_on(d), paged = paged_on(d);
-  auto new_row = [&](bool v_side, int64_t bh, int64_t t) {
-    return cache_row(d, ct, v_side, bh, t);
-  };
-  auto copy_rows = [&](bool save) {
-    for (int64_t bh = 0; bh < B * Hk; ++bh)
-      for (const bool v_side : {false, true})
-        for (int64_t t = 0; t < Lkv; ++t) {
-          const int64_t dim = v_side ? Dv : D;
-          void* saved = at(v_side ? save_v : save_k, ct, (bh * Lkv + t) * dim);
-          const size_t bytes = size_t(storage_bytes(ct, dim));
-          if (save)
-            std::memcpy(saved, new_row(v_side, bh, t), bytes);
-          else
-            std::memcpy(new_row(v_side, bh, t), saved, bytes);
-        }
-  };
-  if (paged) paged_attention(d, paged_lens, a);
-  if (ring && sz.ring_mask > 0) {
-    ring_mask(d, mask_rows);
-    ring_attention(d, mask_rows, a);
-  }
-  const bool saved = cached && s == Status::ok;
-  if (saved) {
-    copy_rows(true);
-    append_rows(d, ct, kp, vp, new_row);
-    keys = d.k_cache;
-    values = d.v_cache;
-  }
-  if (s == Status::ok) s = attention(a, qp, keys, values, op);
-  // out is written last, by one product that fails with nothing written, then its bias.
-  if (s == Status::ok)
-    s = linear(B * Lq, Hq * Dv, d.out_dim, op, Hq * Dv, w.o, nullptr, out, d.out_dim);
+// The cache rows this call writes (positions [cache_len, cache_len + kv_len) in their slots: a
+// ring's wrap, a paged pool's pages), saved before the append and put back if a later step
+// fails, so that a failed call leaves the cache as it found it.
+void copy_cache_rows(const MhaDesc& d, DType ct, const MhaBuffers& b, bool save) {
+  for (int64_t bh = 0; bh < d.batch * d.kv_heads; ++bh)
+    for (const bool v_side : {false, true})
+      for (int64_t t = 0; t < d.kv_len; ++t) {
+        const int64_t dim = v_side ? d.value_dim : d.head_dim;
+        void* saved = at(v_side ? b.save_v : b.save_k, ct, (bh * d.kv_len + t) * dim);
+        void* row = cache_row(d, ct, v_side, bh, t);
+        const size_t bytes = size_t(storage_bytes(ct, dim));
+        std::memcpy(save ? saved : row, save ? row : saved, bytes);
+      }
+}
+
+// out = O W_o (+ b_o): one product that fails with nothing written, then the bias.
+Status project_output(const MhaWeights& w, const MhaDesc& d, const float* op, float* out) {
+  const int64_t rows = d.batch * d.q_len, in = d.q_heads * d.value_dim;
+  const Status s = linear(rows, in, d.out_dim, op, in, w.o, nullptr, out, d.out_dim);
   if (s == Status::ok && w.b_o)
-    for (int64_t r = 0; r < B * Lq; ++r)
+    for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < d.out_dim; ++j) out[r * d.out_dim + j] += w.b_o[j];
-  if (s == Status::ok && d.lse) std::memcpy(d.lse, lse, size_t(sz.lse) * sizeof(float));
-  if (saved && s != Status::ok) copy_rows(false);
+  return s;
+}
+
+void log_call(const Verbose& vb, const char* name, Status s, const MhaWeights& w, const MhaDesc& d,
+              DType ct) {
+  const bool cached = d.k_cache != nullptr;
   vb.print(name, s, cached ? "cache-append" : "no-cache", "sgemm+attention (lines above)",
            tbb::this_task_arena::max_concurrency(),
            "batch:%lld q:%lld kv:%lld cache:%lld heads:%lld/%lld d:%lld dv:%lld causal:%d "
            "weights:%s%s cache:%s",
-           (long long)B, (long long)Lq, (long long)Lkv, cached ? (long long)d.cache_len : 0LL,
-           (long long)Hq, (long long)Hk, (long long)D, (long long)Dv, int(d.causal),
-           dtype_name(w.q.type), w.q.packed ? "-packed" : "", dtype_name(ct));
+           (long long)d.batch, (long long)d.q_len, (long long)d.kv_len,
+           cached ? (long long)d.cache_len : 0LL, (long long)d.q_heads, (long long)d.kv_heads,
+           (long long)d.head_dim, (long long)d.value_dim, int(d.causal), dtype_name(w.q.type),
+           w.q.packed ? "-packed" : "", dtype_name(ct));
+}
+
+}  // namespace
+
+Status mha_run(const char* name, const MhaWeights& w, const MhaDesc& d, const MhaCounts& sz,
+               const float* x_q, const float* x_k, const float* x_v, float* out, void* workspace) {
+  const Verbose vb;
+  const MhaBuffers b = carve_workspace(workspace, sz);
+  const bool cached = d.k_cache != nullptr;
+  const DType ct = cached ? DType(d.cache_type) : DType::f32;
+  Status s = project_inputs(w, d, x_q, x_k, x_v, b);
+  if (s == Status::ok) rotate_new_rows(d, b);
+
+  tessera_attention_desc a = mha_attention_desc(d);
+  a.lse = d.lse ? b.lse : nullptr;  // copied to the caller's once nothing can fail
+  if (paged_on(d)) paged_attention(d, b.paged_lens, a);
+  if (ring_on(d) && sz.ring_mask > 0) {
+    ring_mask(d, b.mask_rows);
+    ring_attention(d, b.mask_rows, a);
+  }
+  const void *keys = b.kp, *values = b.vp;
+  const bool saved = cached && s == Status::ok;
+  if (saved) {
+    copy_cache_rows(d, ct, b, true);
+    append_rows(d, ct, b.kp, b.vp, [&](bool v_side, int64_t bh, int64_t t) {
+      return cache_row(d, ct, v_side, bh, t);
+    });
+    keys = d.k_cache, values = d.v_cache;
+  }
+  if (s == Status::ok) s = attention(a, b.qp, keys, values, b.op);
+  if (s == Status::ok) s = project_output(w, d, b.op, out);
+  if (s == Status::ok && d.lse) std::memcpy(d.lse, b.lse, size_t(sz.lse) * sizeof(float));
+  if (saved && s != Status::ok) copy_cache_rows(d, ct, b, false);
+  log_call(vb, name, s, w, d, ct);
   return s;
 }
 
