@@ -262,4 +262,15 @@ TEST(Contract, EveryTableThisCpuRunsIsTested) {
   std::printf("kernel tables tested on this CPU:%s\n", tested.c_str());
 }
 
+// The tests' acceptance norm is relative to the output's own scale: an output near 0.15 off by
+// 1e-5 is 6.7e-5 relative (a floor of 1 under the scale made it 1e-5, absolute, for every
+// output below 1), and an output of zeros against a reference that is not is 100%.
+TEST(Contract, TheAcceptanceNormIsRelativeBelowOne) {
+  const std::vector<float> ref = {0.15f, -0.1f, 0.05f}, out = {0.15001f, -0.1f, 0.05f};
+  EXPECT_NEAR(tt::rel_err(out, ref), 1e-5 / 0.15, 1e-6);
+  EXPECT_EQ(tt::rel_err(std::vector<float>(3, 0.0f), ref), 1.0);
+  EXPECT_EQ(tt::rel_err(std::vector<float>(3, 0.0f), std::vector<float>(3, 0.0f)), 0.0);
+  EXPECT_EQ(tt::rel_err({1e-3f}, {0.0f}), 1e-3f);  // a reference of zeros: absolute
+}
+
 }  // namespace
