@@ -294,10 +294,10 @@ TEST_P(RopeLayer, PrefillAndDecodeWithACacheAgainstTheReference) {
               for (int64_t c = 0; c < D; ++c)
                 ASSERT_LE(std::fabs(a[c] - b[c]), tol) << "key row " << t << " value " << c;
             }
-          // Over an f32 cache the output is the reference's; over a rounded one, a key rounded
-          // the other way moves it by about a rounding of the type.
-          const double tol = ct == TESSERA_F32 ? 1e-5 : ct == TESSERA_F16 ? 2e-3 : 2e-2;
-          EXPECT_LE(tt::rel_err(out, want), tol) << "step " << step;
+          // The reference reads the rows the layer left and appends its own, which round as the
+          // layer's do (checked above): the output is then the float32 arithmetic's own error,
+          // for every cache type (4.1e-7 of the output's largest value measured).
+          EXPECT_LE(tt::rel_err(out, want), 1e-5) << "step " << step;
           // The reference's cache follows the layer's, so the next step starts from the same rows.
           rk = kc, rv = vc;
           held += step;
