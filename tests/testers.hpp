@@ -26,5 +26,8 @@ void transcendental_kernels(const tessera::arch::KernelTable& t);
 void softmax_ops();    // softmax, log-softmax, logsumexp: short, grouped and chunked rows
 void attention_ops();  // fused attention: every option, decode and prefill, 16-bit K/V, +inf
 void additive_ops();   // Bahdanau: one-shot, keys then step, batched with valid lengths
+// Attention over q8_0 / q4_0 K/V within tessera.h's relative RMS of the unquantized result
+// (quant_test.cpp).
+void quant_accuracy();
 
 }  // namespace testers
