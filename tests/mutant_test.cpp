@@ -6,14 +6,17 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "attention_tester.hpp"
 #include "src/runtime/dispatch.hpp"
 #include "src/runtime/registry.hpp"
 #include "test_util.hpp"
@@ -75,11 +78,17 @@ struct QuantMutants {
   static inline void (*quantize)(int64_t, const float*, uint8_t*) = nullptr;
   static inline void (*dequantize)(int64_t, const uint8_t*, float*) = nullptr;
   static inline void (*rows)(int64_t, int64_t, const float*, int64_t, int8_t*, float*) = nullptr;
+  // The last block left out; with one block (where that would drop everything) the first row's
+  // last score 2^-10 off instead, so that no shape makes the mutant a no-op.
   static void dot_short(const arch::QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n,
                         float* s, int64_t lds, float alpha) {
     arch::QuantRows fewer = q;
     fewer.blocks = q.blocks > 1 ? q.blocks - 1 : q.blocks;
     dot(fewer, k, ldk, n, s, lds, alpha);
+    if (q.blocks == 1 && n > 0) {
+      float& y = s[n - 1];
+      y = nudge(y, 0x1p-10f) + (y == 0.0f ? 1.0f : 0.0f);
+    }
   }
   static void pv_short(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv,
                        int64_t blocks, float* o, int64_t ldo) {
@@ -106,11 +115,17 @@ struct QuantMutants {
   static inline arch::QGemmFn gemm = nullptr;
   static inline arch::QGemmPackFn pack = nullptr;
   static inline int64_t pack_block_bytes = 0;
+  // The same for the GEMM tile: the last block out, or with one block the first row's last
+  // column 2^-10 off.
   static void gemm_short(const arch::QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc,
                          int64_t cols, float alpha, float beta) {
     arch::QGemmRows fewer = a;
     fewer.blocks = a.blocks > 1 ? a.blocks - 1 : a.blocks;
     gemm(fewer, panel, c, ldc, cols, alpha, beta);
+    if (a.blocks == 1 && cols > 0) {
+      float& y = c[cols - 1];
+      y = nudge(y, 0x1p-10f) + (y == 0.0f ? 1.0f : 0.0f);
+    }
   }
   static void pack_last(int64_t cols, int64_t blocks, const uint8_t* b, int64_t ldb,
                         uint8_t* panel) {
@@ -369,6 +384,62 @@ const TableMutant kTableMutants[] = {
      "additive_ops", api_additive},
 };
 
+// ---- mutants of attention over block-type K/V ------------------------------------------------
+
+// Every dot kernel of a table (both types, every row count) or its dequantizers wrapped, the
+// real ones kept per slot: a dropped block, every score scaled as a scale one f16 ulp off, or a
+// P V that adds nothing.
+struct QuantTable {
+  static inline arch::QuantDotFn dot[2][arch::kMaxDotRows + 1] = {};
+  static inline void (*dequantize[2])(int64_t, const uint8_t*, float*) = {};
+  template <int T, int R>
+  static void dot_dropped(const arch::QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n,
+                          float* s, int64_t lds, float alpha) {
+    arch::QuantRows fewer = q;
+    fewer.blocks = q.blocks > 1 ? q.blocks - 1 : q.blocks;
+    dot[T][R](fewer, k, ldk, n, s, lds, alpha);
+  }
+  template <int T, int R>
+  static void dot_ulp(const arch::QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n, float* s,
+                      int64_t lds, float alpha) {
+    dot[T][R](q, k, ldk, n, s, lds, alpha * (1.0f + 0x1p-10f));
+  }
+  static void pv_nothing(int64_t, const float*, int64_t, const uint8_t*, int64_t, int64_t, float*,
+                         int64_t) {}
+  static void wrap_pvs(arch::QuantKernels& q) {
+    for (auto& row : q.pv)
+      for (auto& fn : row) fn = pv_nothing;
+  }
+  template <int T>
+  static void dequantize_dropped(int64_t n, const uint8_t* x, float* y) {
+    dequantize[T](n, x, y);
+    if (n >= 64) std::fill(y + n - 32, y + n, 0.0f);
+  }
+  template <int T, int... R>
+  static void wrap(arch::QuantKernels& q, bool ulp, std::integer_sequence<int, R...>) {
+    ((dot[T][R] = q.dot[T][R], q.dot[T][R] = ulp ? dot_ulp<T, R> : dot_dropped<T, R>), ...);
+  }
+  static void wrap_dots(arch::QuantKernels& q, bool ulp) {
+    wrap<0>(q, ulp, std::make_integer_sequence<int, arch::kMaxDotRows + 1>{});
+    wrap<1>(q, ulp, std::make_integer_sequence<int, arch::kMaxDotRows + 1>{});
+  }
+  static void wrap_dequantizers(arch::QuantKernels& q) {
+    dequantize[0] = q.dequantize[0], dequantize[1] = q.dequantize[1];
+    q.dequantize[0] = dequantize_dropped<0>, q.dequantize[1] = dequantize_dropped<1>;
+  }
+};
+
+// The exact path on the active table: decode and prefill over q8_0 and q4_0 K/V against the
+// reference on the stored values (quant_test.cpp's tester at two shapes).
+void quant_exact_path() {
+  for (const tessera_dtype t : {TESSERA_Q8_0, TESSERA_Q4_0})
+    for (const int64_t q_len : {1, 40}) {
+      AttentionTester a(1, 4, 2, q_len, 300, 64, 64);
+      a.kv_types(t, t);
+      a.test(1e-5, 3);
+    }
+}
+
 // Runs f with gtest's failures intercepted; returns how many it reported.
 int failures_of(const std::function<void()>& f) {
   ::testing::TestPartResultArray results;
@@ -389,20 +460,21 @@ TEST(Mutants, EveryFamilyHasOne) {
   }
 }
 
-// Each registered family, on every table this machine runs: the family's tester rejects the
-// mutant of the table's first kernel of that family.
-TEST(Mutants, EveryRegisteredFamilysTesterRejectsItsMutant) {
-  std::vector<std::string> seen;
+// Every registered kernel entry point of every table this machine runs (each row of the
+// registry: every tile height, every dot kernel's row count, every packer and conversion): its
+// family's tester rejects the row's mutant.
+TEST(Mutants, EveryRegisteredKernelsTesterRejectsItsMutant) {
+  int rows = 0;
   for (const KernelRow& row : tessera::detail::kernel_registry()) {
-    const std::string key = std::string(row.table) + "/" + family_name(row.family);
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(key);
     const RowMutant m = mutate(row);
+    ASSERT_NE(m.defect, nullptr) << row.name << " has no mutant";
     const int n = failures_of([&] { testers::registered_kernel(m.row); });
     std::printf("mutant %-26s %-11s %-44s %-34s %s (%d failures)\n", family_name(row.family),
                 row.table, row.name.c_str(), m.defect, n > 0 ? "rejected" : "NOT REJECTED", n);
     EXPECT_GT(n, 0) << row.name << ": its tester passed the mutant that " << m.defect;
+    ++rows;
   }
+  std::printf("%d registered kernels, each rejected by its tester\n", rows);
 }
 
 // Each softmax kernel (and the layer steps built on them), on every table: the table with that
@@ -422,6 +494,42 @@ TEST(Mutants, EverySoftmaxKernelsTesterRejectsItsMutant) {
                   tm.defect, tm.tester_name, n > 0 ? "rejected" : "NOT REJECTED", n);
       EXPECT_GT(n, 0) << isa << " " << tm.family << ": " << tm.tester_name
                       << " passed the mutant that " << tm.defect;
+    }
+  }
+}
+
+// Attention over block-type K/V on every table: a dot kernel that drops a block (decode) or a
+// dequantizer that drops one (prefill) fails the stated relative RMS (testers::quant_accuracy);
+// scores scaled as by a scale one f16 ulp off, which that measure cannot see, fail the exact path.
+TEST(Mutants, QuantizedAttentionsTestersRejectDroppedBlocksAndAScaleOneUlpOff) {
+  if (!tt::block_types_built()) GTEST_SKIP() << "built with TESSERA_QUANTIZED=OFF";
+  struct Case {
+    const char* defect;
+    void (*apply)(arch::QuantKernels&);
+    void (*tester)();
+  };
+  const Case cases[] = {
+      {"dot kernels drop the last block",
+       [](arch::QuantKernels& q) { QuantTable::wrap_dots(q, false); }, testers::quant_accuracy},
+      {"dequantizers drop the last block", QuantTable::wrap_dequantizers, testers::quant_accuracy},
+      {"P V adds nothing (decode outputs zeros)", QuantTable::wrap_pvs, testers::quant_accuracy},
+      {"scores off by an f16 ulp of the scale",
+       [](arch::QuantKernels& q) { QuantTable::wrap_dots(q, true); }, quant_exact_path},
+  };
+  for (const std::string& isa : tt::isas()) {
+    const arch::KernelTable* real = tessera::detail::find_table(isa.c_str());
+    ASSERT_NE(real, nullptr);
+    if (real->quant.dot[0][1] == nullptr) continue;
+    for (const Case& c : cases) {
+      arch::KernelTable mutant = *real;
+      c.apply(mutant.quant);
+      const auto* previous = tessera::detail::exchange_active_table_for_testing(&mutant);
+      const int n = failures_of(c.tester);
+      tessera::detail::exchange_active_table_for_testing(previous);
+      std::printf("mutant quantized attention %-11s %-40s %s (%d failures)\n", isa.c_str(),
+                  c.defect, n > 0 ? "rejected" : "NOT REJECTED", n);
+      EXPECT_GT(n, 0) << isa << ": the quantized attention's tester passed a mutant whose "
+                      << c.defect;
     }
   }
 }
