@@ -47,15 +47,24 @@ struct RingRun {
     d.ring_window = window, d.ring_keep = keep;
     hk.reserve(size_t(Hk * max_len * D)), hv.reserve(hk.capacity());
   }
-  float stored(float x) const {
-    return ct == TESSERA_F16 ? ref::f16_to_f32(ref::f32_to_f16(x)) : x;
+  bool block() const { return ct == TESSERA_Q8_0 || ct == TESSERA_Q4_0; }
+  // A row of D values as the cache stores them (a block type's dequantized: quantizing those
+  // values again gives the same blocks).
+  void store_row(float* row) const {
+    if (block()) {
+      std::vector<uint8_t> q(ref::storage_bytes(ct, D));
+      ref::quantize(ct, D, row, q.data());
+      ref::dequantize(ct, D, q.data(), row);
+    } else if (ct == TESSERA_F16) {
+      for (int64_t c = 0; c < D; ++c) row[c] = ref::f16_to_f32(ref::f32_to_f16(row[c]));
+    }
   }
   // The reference's rows of the new tokens, appended to the history (as stored in the cache).
   void extend_history(const float* x, int64_t n) {
     const int64_t seen = int64_t(hk.size()) / (Hk * D);
     for (int64_t t = 0; t < n; ++t)
       for (int64_t h = 0; h < Hk; ++h) {
-        float krow[64], vrow[64];
+        float krow[64], vrow[64];  // D <= 64
         for (int64_t c = 0; c < D; ++c) {
           double sk = 0, sv = 0;
           for (int64_t i = 0; i < M; ++i) {
@@ -65,9 +74,52 @@ struct RingRun {
           krow[c] = float(sk), vrow[c] = float(sv);
         }
         ref::rope_row(d.rope, D, double(seen + t), krow);
-        for (int64_t c = 0; c < D; ++c)  // rounded as the cache stores them
-          hk.push_back(stored(krow[c])), hv.push_back(stored(vrow[c]));
+        store_row(krow), store_row(vrow);  // rounded as the cache stores them
+        hk.insert(hk.end(), krow, krow + D), hv.insert(hv.end(), vrow, vrow + D);
       }
+  }
+  // The rows the layer stored for positions [seen, seen + n) against the history's (the
+  // reference's): each value within a rounding of the type (float32 projections may land either
+  // side of a rounding point). The history then takes the layer's rows, so that a later step's
+  // reference reads what the ring holds; returns how many values rounded the other way.
+  int64_t take_stored_rows(int64_t seen, int64_t n) {
+    const size_t row_bytes = ref::storage_bytes(ct, D);
+    int64_t differ = 0;
+    for (int64_t p = seen; p < seen + n; ++p)
+      for (int64_t h = 0; h < Hk; ++h) {
+        const int64_t slot = p < keep ? p : keep + (p - keep) % (cap - keep);
+        for (const bool v_side : {false, true}) {
+          const char* row = (v_side ? vc : kc).data() + size_t(h * cap + slot) * row_bytes;
+          float* want = &(v_side ? hv : hk)[size_t((p * Hk + h) * D)];
+          std::vector<float> got(static_cast<size_t>(D));
+          if (block())
+            ref::dequantize(ct, D, row, got.data());
+          else
+            for (int64_t c = 0; c < D; ++c) got[size_t(c)] = ref::element(ct, row, c);
+          double amax = 0;
+          for (int64_t c = 0; c < D; ++c) amax = std::max(amax, double(std::fabs(want[c])));
+          const double tol = ct == TESSERA_F32    ? 1e-5 * amax
+                             : ct == TESSERA_F16  ? 0x1p-10 * amax
+                             : ct == TESSERA_Q8_0 ? 1.2 * amax / 127
+                                                  : 1.2 * amax / 8;
+          for (int64_t c = 0; c < D; ++c) {
+            EXPECT_LE(std::fabs(got[size_t(c)] - want[c]), tol)
+                << "position " << p << " head " << h << (v_side ? " value " : " key ") << c;
+            differ += got[size_t(c)] != want[c];
+            want[c] = got[size_t(c)];
+          }
+        }
+      }
+    return differ;
+  }
+  // The output's tolerance: the float32 arithmetic's, and one rounding of the type where a new
+  // row rounded the other way from the reference's.
+  double tolerance(int64_t differ) const {
+    const double rounding = ct == TESSERA_F32    ? 0.0
+                            : ct == TESSERA_F16  ? 0x1p-10
+                            : ct == TESSERA_Q8_0 ? 1.0 / 127
+                                                 : 1.0 / 8;
+    return 1e-5 + (differ > 0 ? rounding : 0.0);
   }
   // The reference's output for the n tokens at [seen, seen + n) over the full history.
   std::vector<float> reference(const float* x, int64_t n, int64_t seen) {
@@ -75,15 +127,21 @@ struct RingRun {
     r.ring_window = r.ring_keep = 0;
     r.q_len = r.kv_len = n, r.cache_len = seen, r.cache_capacity = seen + n;
     // The history as the cache's type (its values already rounded to it: stored exactly).
-    const size_t bytes = ref::storage_bytes(ct, 1);
-    std::vector<char> k(size_t(Hk * (seen + n) * D) * bytes), v(k.size());
+    const size_t row_bytes = ref::storage_bytes(ct, D);
+    std::vector<char> k(size_t(Hk * (seen + n)) * row_bytes), v(k.size());
     for (int64_t h = 0; h < Hk; ++h)
-      for (int64_t p = 0; p < seen; ++p)
-        for (int64_t c = 0; c < D; ++c) {
-          const int64_t to = (h * (seen + n) + p) * D + c, from = (p * Hk + h) * D + c;
-          ref::store_element(ct, k.data(), to, hk[size_t(from)]);
-          ref::store_element(ct, v.data(), to, hv[size_t(from)]);
+      for (int64_t p = 0; p < seen; ++p) {
+        const size_t to = size_t(h * (seen + n) + p) * row_bytes, from = size_t((p * Hk + h) * D);
+        if (block()) {
+          ref::quantize(ct, D, &hk[from], k.data() + to);
+          ref::quantize(ct, D, &hv[from], v.data() + to);
+          continue;
         }
+        for (int64_t c = 0; c < D; ++c) {
+          ref::store_element(ct, k.data() + to, c, hk[from + size_t(c)]);
+          ref::store_element(ct, v.data() + to, c, hv[from + size_t(c)]);
+        }
+      }
     r.k_cache = k.data(), r.v_cache = v.data();
     std::vector<uint8_t> mask(size_t(n * (seen + n)));
     for (int64_t i = 0; i < n; ++i)
@@ -108,51 +166,77 @@ struct RingRun {
 };
 
 // Decode one token a step far past the capacity (window 1024, keep 4: 20,000 steps natively),
-// the output checked against the full history at steps around every wrap and spread over the run.
+// the output checked against the full history at steps around every wrap and spread over the
+// run; f32 rows, and q8_0 and q4_0 blocks (rows of 34 and 18 bytes a block: 2,500 steps of a
+// window of 256), each stored row checked against the reference's as it is appended.
 TEST(RingCache, DecodeFarPastTheCapacityAgainstTheFullHistory) {
 #if defined(__x86_64__) || defined(_M_X64)
-  const int64_t steps = 20000, window = 1024;
+  const bool native = true;
 #else  // (under qemu: the same wraps, fewer steps)
-  const int64_t steps = 2500, window = 256;
+  const bool native = false;
 #endif
   const int64_t keep = 4;
-  RingRun run(keep, window, 0, TESSERA_F32, steps, 16);
-  int checked = 0;
-  for (int64_t p = 0; p < steps; ++p) {
-    const auto x = tt::random_vec(size_t(run.M), uint32_t(1000 + p));
-    run.extend_history(x.data(), 1);
-    const auto got = run.step(x.data(), 1, p);
-    const int64_t r = (p - keep) % window;
-    const bool check = p < 8 || r < 3 || r > window - 3 || p % 997 == 0 || p == steps - 1;
-    if (!check) continue;
-    const auto want = run.reference(x.data(), 1, p);
-    ASSERT_LE(tt::rel_err(got, want), 1e-5) << "position " << p;
-    ++checked;
+  std::vector<tessera_dtype> types = {TESSERA_F32};
+  if (tt::block_types_built()) types.push_back(TESSERA_Q8_0), types.push_back(TESSERA_Q4_0);
+  for (const tessera_dtype ct : types) {
+    // The block types' reference requantizes the history at each check: ten wraps of a
+    // shorter window.
+    const bool long_run = native && ct == TESSERA_F32;
+    const int64_t steps = long_run ? 20000 : 2500, window = long_run ? 1024 : 256;
+    RingRun run(keep, window, 0, ct, steps, ct == TESSERA_F32 ? 16 : 32);
+    int checked = 0;
+    double worst = 0;
+    for (int64_t p = 0; p < steps; ++p) {
+      const auto x = tt::random_vec(size_t(run.M), uint32_t(1000 + p));
+      run.extend_history(x.data(), 1);
+      const auto got = run.step(x.data(), 1, p);
+      const int64_t differ = run.take_stored_rows(p, 1);
+      ASSERT_FALSE(HasFailure()) << "cache " << ct;
+      const int64_t r = (p - keep) % window;
+      const bool check = p < 8 || r < 3 || r > window - 3 || p % 997 == 0 || p == steps - 1;
+      if (!check) continue;
+      const auto want = run.reference(x.data(), 1, p);
+      worst = std::max(worst, tt::rel_err(got, want));
+      ASSERT_LE(tt::rel_err(got, want), run.tolerance(differ))
+          << "cache " << ct << " position " << p << ", " << differ << " values rounded otherwise";
+      ++checked;
+    }
+    std::printf("ring %s: %lld steps, window %lld, keep %lld: %d steps checked, worst %.2e\n",
+                ct == TESSERA_F32    ? "f32"
+                : ct == TESSERA_Q8_0 ? "q8_0"
+                                     : "q4_0",
+                (long long)steps, (long long)window, (long long)keep, checked, worst);
   }
-  std::printf("ring: %lld steps, window %lld, keep %lld: %d steps checked\n", (long long)steps,
-              (long long)window, (long long)keep, checked);
 }
 
 class Ring : public tt::IsaTest {};
 TESSERA_INSTANTIATE_PER_ISA(Ring);
 
 // A ring with slack (4 rows past the window): a prompt prefilled in chunks of up to 5 tokens,
-// then single tokens, every call against the full history; f32 and f16 rows.
+// then single tokens, every call against the full history; every cache type.
 TEST_P(Ring, ChunkedPrefillThenDecodeAgainstTheFullHistory) {
-  for (const tessera_dtype ct : {TESSERA_F32, TESSERA_F16}) {
+  std::vector<tessera_dtype> types = {TESSERA_F32, TESSERA_F16};
+  if (tt::block_types_built()) types.push_back(TESSERA_Q8_0), types.push_back(TESSERA_Q4_0);
+  for (const tessera_dtype ct : types) {
     SCOPED_TRACE(testing::Message() << "cache " << ct);
     RingRun run(3, 16, 4, ct, 200, 32);
     int64_t seen = 0;
+    double worst = 0;
     const int64_t chunks[] = {5, 5, 3, 1, 5, 2, 1, 1, 4, 5, 5, 5, 1, 1, 1, 3, 5, 1};
     for (int round = 0; round < 3; ++round)
       for (const int64_t n : chunks) {
         const auto x = tt::random_vec(size_t(n * run.M), uint32_t(50 + seen));
         run.extend_history(x.data(), n);
         const auto got = run.step(x.data(), n, seen);
+        const int64_t differ = run.take_stored_rows(seen, n);
+        ASSERT_FALSE(HasFailure());
         const auto want = run.reference(x.data(), n, seen);
-        ASSERT_LE(tt::rel_err(got, want), ct == TESSERA_F32 ? 1e-5 : 2e-3) << "at " << seen;
+        worst = std::max(worst, tt::rel_err(got, want));
+        ASSERT_LE(tt::rel_err(got, want), run.tolerance(differ))
+            << "at " << seen << ", " << differ << " values rounded otherwise";
         seen += n;
       }
+    std::printf("[ %s ] ring cache %d: worst %.2e\n", GetParam().c_str(), int(ct), worst);
   }
 }
 
