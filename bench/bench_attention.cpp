@@ -53,7 +53,9 @@ struct Tensors {
   tessera::AttentionDesc desc{};
   std::vector<float> q, k, v, o;
   explicit Tensors(const Problem& p) {
-    tessera::attention_desc_init(desc, 1, p.heads, p.kv_heads, p.q_len, p.kv_len, p.d, p.d);
+    setup_ok(
+        tessera::attention_desc_init(desc, 1, p.heads, p.kv_heads, p.q_len, p.kv_len, p.d, p.d),
+        "attention_desc_init");
     desc.causal = p.causal ? 1 : 0;
     desc.align = TESSERA_ALIGN_BOTTOM_RIGHT;
     q = random_floats(size_t(p.heads * p.q_len * p.d), 1);

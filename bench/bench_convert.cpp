@@ -21,8 +21,9 @@ constexpr int64_t kLarge = int64_t(16) << 20;
 std::vector<uint16_t> halves(int64_t n, bool bf16) {
   const std::vector<float> x = random_floats(size_t(n), 11, -100.0f, 100.0f);
   std::vector<uint16_t> h(static_cast<size_t>(n));
-  tessera::convert(tessera::DType::f32, bf16 ? tessera::DType::bf16 : tessera::DType::f16, n,
-                   x.data(), h.data());
+  setup_ok(tessera::convert(tessera::DType::f32, bf16 ? tessera::DType::bf16 : tessera::DType::f16,
+                            n, x.data(), h.data()),
+           "convert");
   return h;
 }
 

@@ -23,7 +23,7 @@ constexpr int kLayers = 8;
 std::vector<uint8_t> weight(tessera_dtype wt, int64_t in, int64_t out, uint32_t seed) {
   const auto f = random_floats(size_t(in * out), seed, -0.02f, 0.02f);
   std::vector<uint8_t> w(size_t(tessera_dtype_size(wt, in * out)));
-  tessera_convert(TESSERA_F32, wt, in * out, f.data(), w.data());
+  setup_ok(tessera_convert(TESSERA_F32, wt, in * out, f.data(), w.data()), "convert");
   return w;
 }
 
@@ -38,7 +38,7 @@ struct Stack {
   tessera::Status setup = tessera::Status::ok;
 
   Stack(tessera_dtype w, tessera_dtype c) : wt(w), ct(c) {
-    tessera::mha_desc_init(d, 1, 1, 1, kModel, kHeads);
+    setup_ok(tessera::mha_desc_init(d, 1, 1, 1, kModel, kHeads), "mha_desc_init");
     d.kv_heads = kKvHeads, d.causal = 1, d.weight_type = wt, d.cache_type = ct;
     d.cache_capacity = kCache, d.cache_len = kCache - 1;
     const int64_t kvw = kKvHeads * kDim;
@@ -53,7 +53,9 @@ struct Stack {
       const auto cf = random_floats(size_t(kvw * kCache), s + 4);
       for (auto* cache : {&kc, &vc}) {
         cache->emplace_back(size_t(tessera_dtype_size(ct, int64_t(cf.size()))));
-        tessera_convert(TESSERA_F32, ct, int64_t(cf.size()), cf.data(), cache->back().data());
+        setup_ok(
+            tessera_convert(TESSERA_F32, ct, int64_t(cf.size()), cf.data(), cache->back().data()),
+            "convert");
         bytes += double(cache->back().size());
       }
     }

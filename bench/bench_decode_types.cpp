@@ -33,7 +33,8 @@ struct Decode {
   std::vector<uint8_t> ks, vs;  // K and V stored as the type, when it is not f32
 
   Decode(int64_t kv, tessera_dtype type) {
-    tessera::attention_desc_init(desc, 1, kHeads, kKvHeads, 1, kv, kDim, kDim);
+    setup_ok(tessera::attention_desc_init(desc, 1, kHeads, kKvHeads, 1, kv, kDim, kDim),
+             "attention_desc_init");
     desc.k_type = desc.v_type = type;
     q = random_floats(size_t(kHeads * kDim), 1);
     o.resize(q.size());
@@ -43,8 +44,9 @@ struct Decode {
       const auto n = int64_t(k32.size());
       ks.resize(tessera_dtype_size(type, n));
       vs.resize(ks.size());
-      tessera::convert(tessera::DType::f32, tessera::DType(type), n, k32.data(), ks.data());
-      tessera::convert(tessera::DType::f32, tessera::DType(type), n, v32.data(), vs.data());
+      const auto to = tessera::DType(type);
+      setup_ok(tessera::convert(tessera::DType::f32, to, n, k32.data(), ks.data()), "K");
+      setup_ok(tessera::convert(tessera::DType::f32, to, n, v32.data(), vs.data()), "V");
       k32 = {};
       v32 = {};
     }

@@ -41,11 +41,13 @@ struct ExOperands {
     c.assign(size_t(s.m * s.n), 0.0f);
     if (at != DType::f32) {
       a16.resize(a.size());
-      tessera::convert(DType::f32, at, int64_t(a.size()), a.data(), a16.data());
+      setup_ok(tessera::convert(DType::f32, at, int64_t(a.size()), a.data(), a16.data()),
+               "convert");
     }
     if (bt != DType::f32) {
       b16.resize(b.size());
-      tessera::convert(DType::f32, bt, int64_t(b.size()), b.data(), b16.data());
+      setup_ok(tessera::convert(DType::f32, bt, int64_t(b.size()), b.data(), b16.data()),
+               "convert");
     }
   }
   const void* a_in() const { return a16.empty() ? static_cast<const void*>(a.data()) : a16.data(); }

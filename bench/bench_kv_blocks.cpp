@@ -20,7 +20,7 @@ const char* type_name(tessera_dtype t) {
 // The same K/V values stored as `type`.
 std::vector<uint8_t> stored(tessera_dtype type, const std::vector<float>& x) {
   std::vector<uint8_t> out(tessera_dtype_size(type, int64_t(x.size())));
-  tessera_convert(TESSERA_F32, type, int64_t(x.size()), x.data(), out.data());
+  setup_ok(tessera_convert(TESSERA_F32, type, int64_t(x.size()), x.data(), out.data()), "convert");
   return out;
 }
 
@@ -30,7 +30,8 @@ struct Prefill {
   std::vector<float> q, o;
   std::vector<uint8_t> k, v;
   explicit Prefill(tessera_dtype type) {
-    tessera_attention_desc_init(&d, 1, kHeads, kHeads, kLen, kLen, kDim, kDim);
+    setup_ok(tessera_attention_desc_init(&d, 1, kHeads, kHeads, kLen, kLen, kDim, kDim),
+             "attention_desc_init");
     d.k_type = d.v_type = type;
     q = random_floats(size_t(kHeads * kLen * kDim), 1), o.resize(q.size());
     k = stored(type, random_floats(q.size(), 2));
@@ -61,7 +62,7 @@ struct LayerWeights {
     wv = random_floats(size_t(kModel * kvw), 3, -0.02f, 0.02f);
     wo = random_floats(size_t(kModel * kModel), 4, -0.02f, 0.02f);
     x = random_floats(size_t(kModel), 5), out.resize(x.size());
-    tessera::mha_desc_init(d, 1, 1, 1, kModel, kHeads);
+    setup_ok(tessera::mha_desc_init(d, 1, 1, 1, kModel, kHeads), "mha_desc_init");
     d.kv_heads = kKvHeads, d.causal = 1;
     d.w_q = wq.data(), d.w_k = wk.data(), d.w_v = wv.data(), d.w_o = wo.data();
     setup = tessera_status(layer.init(d));

@@ -36,7 +36,7 @@ struct LmLayer {
     wo = random_floats(size_t(M * M), 4, -0.02f, 0.02f);
     x = random_floats(size_t(T * M), 5);
     out.resize(size_t(T * M));
-    tessera::mha_desc_init(d, 1, T, T, M, s.heads);
+    setup_ok(tessera::mha_desc_init(d, 1, T, T, M, s.heads), "mha_desc_init");
     d.kv_heads = s.kv_heads, d.causal = 1;
     d.w_q = wq.data(), d.w_k = wk.data(), d.w_v = wv.data(), d.w_o = wo.data();
     if (s.cache) {  // filled to cache - q_len; each call appends at the same place

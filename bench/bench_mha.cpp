@@ -29,7 +29,9 @@ std::vector<char> stored(size_t n, uint32_t seed, float scale, tessera_dtype t) 
   std::vector<float> f = random_floats(n, seed);
   for (float& x : f) x *= scale;
   std::vector<char> out(n * type_bytes(t));
-  tessera::convert(tessera::DType::f32, tessera::DType(t), int64_t(n), f.data(), out.data());
+  setup_ok(
+      tessera::convert(tessera::DType::f32, tessera::DType(t), int64_t(n), f.data(), out.data()),
+      "convert");
   return out;
 }
 
@@ -43,7 +45,7 @@ struct Step {
   tessera::Status setup = tessera::Status::ok;  // of the layer's init and workspace size
 
   explicit Step(tessera_dtype t) {
-    tessera::mha_desc_init(d, 1, 1, 1, kModel, kHeads);
+    setup_ok(tessera::mha_desc_init(d, 1, 1, 1, kModel, kHeads), "mha_desc_init");
     d.kv_heads = kKvHeads;
     const int64_t hd = kModel / kHeads, kv_width = kKvHeads * hd;
     const float s = 0.02f;

@@ -41,11 +41,12 @@ struct Problem {
     x = random_floats(size_t(T * M), 5);
     out.resize(size_t(T * M)), q.resize(size_t(T * M)), o.resize(size_t(T * M));
     k.resize(size_t(T * kvw)), v.resize(size_t(T * kvw));
-    tessera::mha_desc_init(d, 1, T, T, M, s.heads);
+    setup_ok(tessera::mha_desc_init(d, 1, T, T, M, s.heads), "mha_desc_init");
     d.kv_heads = s.kv_heads, d.causal = 1;
     d.w_q = wq.data(), d.w_k = wk.data(), d.w_v = wv.data(), d.w_o = wo.data();
     const int64_t keys = s.cache ? s.cache : T;
-    tessera_attention_desc_init(&a, 1, s.heads, s.kv_heads, T, keys, hd, hd);
+    setup_ok(tessera_attention_desc_init(&a, 1, s.heads, s.kv_heads, T, keys, hd, hd),
+             "attention_desc_init");
     a.causal = 1, a.align = TESSERA_ALIGN_BOTTOM_RIGHT;
     a.q_stride[1] = a.o_stride[1] = hd, a.q_stride[2] = a.o_stride[2] = M;
     if (s.cache) {  // filled to cache - q_len; each call appends at the same place

@@ -42,7 +42,8 @@ struct Attn {
 Attn make(const PagedShape& s, tessera_dtype type, bool paged) {
   constexpr int64_t D = 128;
   Attn a;
-  tessera_attention_desc_init(&a.d, 1, s.heads, s.kv_heads, s.q_len, s.kv_len, D, D);
+  setup_ok(tessera_attention_desc_init(&a.d, 1, s.heads, s.kv_heads, s.q_len, s.kv_len, D, D),
+           "attention_desc_init");
   a.d.k_type = a.d.v_type = type;
   a.d.causal = 1, a.d.align = TESSERA_ALIGN_BOTTOM_RIGHT;
   a.q = random_floats(size_t(s.heads * s.q_len * D), 1), a.o.resize(a.q.size());
@@ -51,8 +52,8 @@ Attn make(const PagedShape& s, tessera_dtype type, bool paged) {
   const int64_t row = tessera_dtype_size(type, D), pages = s.kv_len / s.page;
   a.k.resize(size_t(tessera_dtype_size(type, int64_t(kf.size()))));
   a.v.resize(a.k.size());
-  tessera_convert(TESSERA_F32, type, int64_t(kf.size()), kf.data(), a.k.data());
-  tessera_convert(TESSERA_F32, type, int64_t(vf.size()), vf.data(), a.v.data());
+  setup_ok(tessera_convert(TESSERA_F32, type, int64_t(kf.size()), kf.data(), a.k.data()), "K");
+  setup_ok(tessera_convert(TESSERA_F32, type, int64_t(vf.size()), vf.data(), a.v.data()), "V");
   if (!paged) return a;
   // Page p of the sequence goes to pool page table[p], laid out [page][head][row][dim].
   a.table.resize(size_t(pages));

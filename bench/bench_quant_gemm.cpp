@@ -34,18 +34,23 @@ struct Weights {
     c.assign(size_t(m * n), 0.0f);
     f32 = random_floats(size_t(n * k), 2);
     f16.resize(f32.size());
-    tessera::convert(DType::f32, DType::f16, int64_t(f32.size()), f32.data(), f16.data());
+    setup_ok(tessera::convert(DType::f32, DType::f16, int64_t(f32.size()), f32.data(), f16.data()),
+             "convert to f16");
     const size_t b16 = tessera::sgemm_pack_b16_size(Transpose::trans, k, n);
     packed16.resize(b16 / 4 + 1);
-    tessera::sgemm_pack_b16(Transpose::trans, k, n, DType::f16, f16.data(), k, packed16.data(),
-                            b16);
+    setup_ok(tessera::sgemm_pack_b16(Transpose::trans, k, n, DType::f16, f16.data(), k,
+                                     packed16.data(), b16),
+             "sgemm_pack_b16");
     for (int t = 0; t < 2; ++t) {
       const DType ty = t == 0 ? DType::q8_0 : DType::q4_0;
       q[t].resize(tessera_dtype_size(tessera_dtype(ty), int64_t(f32.size())));
-      tessera::convert(DType::f32, ty, int64_t(f32.size()), f32.data(), q[t].data());
+      setup_ok(tessera::convert(DType::f32, ty, int64_t(f32.size()), f32.data(), q[t].data()),
+               "convert to a block type");
       const size_t bytes = tessera::sgemm_pack_bq_size(Transpose::trans, k, n, ty);
       packedq[t].resize(bytes / 4 + 1);
-      tessera::sgemm_pack_bq(Transpose::trans, k, n, ty, q[t].data(), k, packedq[t].data(), bytes);
+      setup_ok(tessera::sgemm_pack_bq(Transpose::trans, k, n, ty, q[t].data(), k, packedq[t].data(),
+                                      bytes),
+               "sgemm_pack_bq");
     }
     if (!keep_f32) f32 = {};
   }

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -39,6 +41,15 @@ inline bool ok(benchmark::State& state, tessera_status s) {
   return false;
 }
 inline bool ok(benchmark::State& state, tessera::Status s) { return ok(state, tessera_status(s)); }
+
+// A benchmark's setup (a conversion, a pack, a pool) must succeed: a failed one would time a
+// row on buffers nothing wrote, so the run stops there with the library's message.
+inline void setup_ok(tessera_status s, const char* what) {
+  if (s == TESSERA_OK) return;
+  std::fprintf(stderr, "benchmark setup failed: %s: %s\n", what, tessera_last_error());
+  std::exit(1);
+}
+inline void setup_ok(tessera::Status s, const char* what) { setup_ok(tessera_status(s), what); }
 
 // Runs the benchmark loop of `body` inside an arena of `threads` TBB threads. A body that
 // returns its call's status is called once first, untimed, and the row is skipped unless it

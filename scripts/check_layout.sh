@@ -6,7 +6,8 @@
 #    header is named "room/name.hpp", so a bare name is an error; nothing includes reference/,
 #    which includes only the public headers; arch/ includes nothing of src/;
 #  - no file in src/ or arch/ over 500 lines, no function over 100 (a planner's ordered rule
-#    list, marked "check_layout: rule list" on a line above its signature, excepted).
+#    list, marked "check_layout: rule list" on a line above its signature, excepted);
+#  - no status of a Tessera call discarded in bench/ or examples/.
 # Usage: scripts/check_layout.sh [root]   (exit status 1 and one line per breach)
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -129,5 +130,21 @@ FNR == 1 { depth = 0 }
 }'
 while IFS= read -r hit; do breach "$hit"; done < <(find src arch -name '*.cpp' -o -name '*.hpp' | sort | xargs awk -v LIMIT="${TESSERA_FUNCTION_LINES:-100}" "$awk_prog")
 
-[ $fail -eq 0 ] && echo "check_layout: rooms, includes and sizes hold"
+# Statuses: a statement in bench/ or examples/ that starts with a Tessera call returning a status
+# and ends there discards it (a failed setup would be timed or printed as a result). Calls that
+# return no status are listed; "(void)" marks a status checked elsewhere.
+status_prog='
+FNR == 1 { prev = ";" }
+{
+  if (match($0, /^[ \t]+(tessera::[a-z_0-9]+|tessera_[a-z_0-9]+)\(/) && prev ~ /[;{}]$/) {
+    name = substr($0, RSTART, RLENGTH); gsub(/[ \t(]/, "", name)
+    if (name !~ /^(tessera(::|_)(isa_name|last_error|release_scratch|version|dtype_size|mha_destroy|workspace_peak|scratch_bytes|sgemm_pack_b_size|sgemm_pack_b16_size|sgemm_pack_bq_size))$/)
+      printf "%s:%d: the status of %s is discarded\n", FILENAME, FNR, name
+  }
+  t = $0; sub(/[ \t]*\/\/.*$/, "", t); sub(/[ \t]+$/, "", t)
+  if (t != "") prev = t
+}'
+while IFS= read -r hit; do breach "$hit"; done < <(find bench examples -name '*.cpp' -o -name '*.c' | sort | xargs awk "$status_prog")
+
+[ $fail -eq 0 ] && echo "check_layout: rooms, includes, sizes and statuses hold"
 exit $fail

@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
     progress("attention");
     attention_rows(rows, threads, mc);
   }
-  tessera_set_num_threads(0);
+  if (tessera_set_num_threads(0) != TESSERA_OK) return 1;
 
   std::printf("tessera %s, kernel table %s, %d hardware threads%s\n\n", tessera_version(),
               tessera_isa_name(), hw, g_smoke ? " (--smoke: small shapes, not timings)" : "");
