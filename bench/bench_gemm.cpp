@@ -136,8 +136,8 @@ void register_tessera(const Shape& s, int threads, const char* isa = nullptr) {
                                    }
                                  }
                                  run_in_arena(state, threads, [&] {
-                                   (void)tessera_product(s,
-                                                         op);  // its status checked before the loop
+                                   // (its status checked before the loop)
+                                   (void)tessera_product(s, op);
                                    benchmark::DoNotOptimize(op.c);
                                  });
                                  const double flops = 2.0 * s.m * s.n * s.k * s.batch;
