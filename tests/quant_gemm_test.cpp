@@ -263,6 +263,22 @@ TEST_P(QuantGemm, PackedWeightsRejectWhatTheyWereNotPackedFor) {
   EXPECT_EQ(std::memcmp(r.out.data(), r.c0.data(), r.out.size() * 4), 0);
 }
 
+// tessera.h's size of packed block-type weights: a 64-byte header, then B's blocks with n
+// rounded up to the table's tile width (at most 16 columns; 1 where the table has no tile): B's
+// own bytes only where n is a multiple of it.
+TEST_P(QuantGemm, PackedSizeIsTheStatedOne) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+  const int width = std::max(1, tessera::detail::active_table().quant.gemm_nr);
+  ASSERT_LE(width, 16);
+  for (const DType t : {DType::q8_0, DType::q4_0})
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {7, 64}, {16, 64}, {33, 96}}) {
+      const int64_t columns = (n + width - 1) / width * width;
+      const size_t want = 64 + size_t(columns * (k / 32)) * (t == DType::q8_0 ? 34 : 18);
+      EXPECT_EQ(tessera::sgemm_pack_bq_size(Transpose::trans, k, n, t), want)
+          << "n " << n << " k " << k << " width " << width;
+    }
+}
+
 TEST_P(QuantGemm, SameResultOnOneAndTwoThreads) {
   TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   for (DType t : {DType::q8_0, DType::q4_0})

@@ -143,11 +143,37 @@ TEST(QuantFormat, ConvertRejectsPartialBlocksAndOtherPairs) {
   EXPECT_EQ(tessera_convert(TESSERA_F16, TESSERA_Q4_0, 32, x.data(), y.data()),
             TESSERA_INVALID_ARGUMENT);
   EXPECT_EQ(std::strncmp(tessera_last_error(), "from", 4), 0) << tessera_last_error();
+  for (const auto& [from, to] :
+       {std::pair{TESSERA_Q8_0, TESSERA_Q4_0}, std::pair{TESSERA_Q4_0, TESSERA_Q8_0},
+        std::pair{TESSERA_Q8_0, TESSERA_F16}, std::pair{TESSERA_BF16, TESSERA_Q8_0}}) {
+    EXPECT_EQ(tessera_convert(from, to, 32, x.data(), y.data()), TESSERA_INVALID_ARGUMENT)
+        << from << " -> " << to;
+    EXPECT_EQ(std::strncmp(tessera_last_error(), "from", 4), 0) << tessera_last_error();
+  }
   for (uint8_t b : y) ASSERT_EQ(b, 0x5A);
   EXPECT_EQ(tessera_dtype_size(TESSERA_Q4_0, 31), 0u);
   EXPECT_EQ(tessera_dtype_size(TESSERA_Q4_0, 64), 36u);
   EXPECT_EQ(tessera_dtype_size(TESSERA_Q8_0, 64), 68u);
   EXPECT_EQ(tessera_dtype_size(tessera_dtype(9), 64), 0u);
+}
+
+// tessera.h: a block type converts to and from TESSERA_F32, and to itself as every type does:
+// a copy of whole blocks (x == y allowed), n a multiple of 32.
+TEST(QuantFormat, ConvertToItselfCopiesTheBlocks) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+  for (const tessera_dtype t : kBlockTypes) {
+    const auto x = tt::random_vec(96, 5);
+    std::vector<uint8_t> blocks(tessera_dtype_size(t, 96)), copy(blocks.size(), 0x5A);
+    ASSERT_EQ(tessera_convert(TESSERA_F32, t, 96, x.data(), blocks.data()), TESSERA_OK);
+    ASSERT_EQ(tessera_convert(t, t, 96, blocks.data(), copy.data()), TESSERA_OK);
+    EXPECT_EQ(copy, blocks);
+    EXPECT_EQ(tessera_convert(t, t, 96, copy.data(), copy.data()), TESSERA_OK);  // in place
+    EXPECT_EQ(copy, blocks);
+    std::vector<uint8_t> untouched(blocks.size(), 0x5A);
+    EXPECT_EQ(tessera_convert(t, t, 40, blocks.data(), untouched.data()), TESSERA_INVALID_ARGUMENT);
+    EXPECT_EQ(std::strncmp(tessera_last_error(), "n = 40", 6), 0) << tessera_last_error();
+    for (uint8_t b : untouched) ASSERT_EQ(b, 0x5A);
+  }
 }
 
 // Descriptor option `option` (0-6) of the lattice below. (ALiBi over thousands of keys adds

@@ -142,7 +142,8 @@ TESSERA_API size_t tessera_workspace_peak(void);
  * bits of its payload; f16 overflow (|x| >= 65520) gives inf; subnormals are kept. Widening is
  * exact. f16 <-> bf16 goes through f32 (one rounding). x and y may not overlap, except x == y
  * when from == to. tessera::reference::f32_to_f16 and its kin are the specification.
- * The block types convert to and from TESSERA_F32 only, n a multiple of 32, block by block:
+ * The block types convert to and from TESSERA_F32, n a multiple of 32, block by block (and to
+ * themselves, as every type does: a copy of the blocks; no other pair):
  *   f32 -> q8_0: d = max|x| / 127 (float), q = round(x / d) half away from zero, computed as
  *                x * (1 / d); d stored rounded to f16 (ggml's quantize_row_q8_0_ref);
  *   f32 -> q4_0: m = the value of largest |x| (the first, in a tie), d = m / -8, n = min(15,
@@ -237,14 +238,17 @@ TESSERA_API size_t tessera_sgemm_pack_b16_size(tessera_transpose tb, int64_t k, 
 TESSERA_API tessera_status tessera_sgemm_pack_b16(tessera_transpose tb, int64_t k, int64_t n,
                                                   tessera_dtype b_type, const void* b, int64_t ldb,
                                                   void* packed, size_t packed_bytes);
-/* Bytes needed to pack block-type weights (tessera_sgemm_pack_bq) with ldb = k; 0 for bad
- * arguments. */
+/* Bytes needed to pack block-type weights (tessera_sgemm_pack_bq) with ldb = k: 64 (a header),
+ * plus B's bytes with n rounded up to the kernel table's tile width (at most 16 columns; 1 where
+ * the table has no integer tile), so 64 + ceil(n / w) w (k / 32) x 34 (q8_0) or 18 (q4_0); 0 for
+ * bad arguments. */
 TESSERA_API size_t tessera_sgemm_pack_bq_size(tessera_transpose tb, int64_t k, int64_t n,
                                               tessera_dtype b_type);
 /* Packs weights stored in a block type (b_type TESSERA_Q8_0 or TESSERA_Q4_0; tb = TESSERA_TRANS,
  * B stored n x k with its blocks along k, k and ldb multiples of 32, as tessera_gemm_ex takes
  * them) for tessera_sgemm_packed: the blocks' own bytes regrouped into the panels of the kernel
- * table's integer GEMM tile (where the table has none, the rows as stored), as many bytes as B.
+ * table's integer GEMM tile (where the table has none, the rows as stored): the blocks' own
+ * bytes, the columns past n of the last panel zeros, after a header (_pack_bq_size's bytes).
  * tessera_sgemm_packed then rounds A's rows to q8_0 and multiplies as tessera_gemm_ex does, within
  * the bound stated there, for any number of rows: a decode step reads the weights once in the
  * tile's layout. Sizes and failures as tessera_sgemm_pack_b. */
