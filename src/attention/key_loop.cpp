@@ -101,8 +101,7 @@ void key_dots_f32(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
     float* srow = t.st.s + i * kBK + jb;
     int64_t j = 0;
     for (; j + J <= nb; j += J) {
-      if (t.g.prefetch_kv && i == 0)  // as key_dots_16
-        arch::prefetch_rows_ahead<2>(kblock + j * ldk, kDecodeKeys, J, ldk * 4, D * 4);
+      if (t.g.prefetch_kv && i == 0) t.krows.prefetch_l2(j0 + jb + j + kDecodeKeys, J);
       dot(D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f);
     }
     for (; j < nb; ++j)
@@ -116,18 +115,17 @@ void key_dots_16(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
   const int64_t D = t.g.d.head_dim, R = gk.dot16_rows, ldk = t.krows.ld;
   const int t16 = t.g.d.k_type == TESSERA_BF16 ? 1 : 0;
   const uint16_t* kblock = t.krows.row16(j0 + jb);
-  // K from memory (the plan's prefetch_kv): the next block's rows into L2 (past the tile's end:
-  // the next tile's), a call's rows at a time, so they arrive while this block's calls run; the
-  // hardware prefetcher alone left decode waiting on memory, into L1 they evicted the block being
-  // read, and all at the block's start they delayed its loads.
+  // K from memory (the plan's prefetch_kv): the next block's rows into L2 (KvRows::prefetch_l2;
+  // past the tile's end, the next tile's); the hardware prefetcher alone left decode waiting on
+  // memory, into L1 they evicted the block being read, and all at the block's start they
+  // delayed its loads.
   const bool ahead = t.g.prefetch_kv;
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i), J = gk.dot16_cols[r];
     float* srow = t.st.s + i * kBK + jb;
     int64_t j = 0;
     for (; j + J <= nb; j += J) {
-      if (ahead && i == 0)
-        arch::prefetch_rows_ahead<2>(kblock + j * ldk, kDecodeKeys, J, ldk * 2, D * 2);
+      if (ahead && i == 0) t.krows.prefetch_l2(j0 + jb + j + kDecodeKeys, J);
       gk.dot16[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
                        0.0f);
     }
@@ -301,7 +299,7 @@ void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t) {
     kn = t.vrows.run(j0 + kb, std::min(kDecodeKeys, extent[1] - kb));  // within a page
     const uint16_t* vsrc = t.vrows.row16(j0 + kb);
     if (t.g.prefetch_kv)  // as K's, a block at a time (one call reads it)
-      arch::prefetch_rows_ahead<2>(vsrc, kDecodeKeys, kDecodeKeys, t.vrows.ld * 2, Dv * 2);
+      t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kDecodeKeys);
     for (int64_t c0 = 0; c0 < Dv; c0 += cols)
       gk.wide16[t16][t.rows](kn, t.st.s + kb, kBK, 1, vsrc + c0, t.vrows.ld, t.st.o + c0, Dv,
                              std::min(cols, Dv - c0), 1.0f, 1.0f);
@@ -329,7 +327,7 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
     int64_t ldv;
     const float* vblock = t.vrows.tile(t.kt, j0 + kb, ke - kb, ldv);
     if (t.g.prefetch_kv)  // as pv_in_place_16
-      arch::prefetch_rows_ahead<2>(vblock, kDecodeKeys, kDecodeKeys, ldv * 4, Dv * 4);
+      t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kDecodeKeys);
     for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
       const int64_t k0 = std::max(kb, extent[2 * p]), k1 = std::min(ke, extent[2 * p + 1]);
       const int64_t r = std::min(MR, t.rows - ir);
@@ -428,8 +426,9 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   const TaskKeys keys = task_keys(g, b, i0, bq, kb, ke);
   if (keys.hi <= keys.lo) return;  // no key visible to any row (k and v may be NULL then)
   const int64_t rows = g.group * bq;
-  const KvRows krows(d, k, d.k_type, d.k_stride, b, hk, d.head_dim, st.kw);
-  const KvRows vrows(d, v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw);
+  const int64_t read_end = std::min(keys.hi, keys.end);
+  const KvRows krows(d, k, d.k_type, d.k_stride, b, hk, d.head_dim, st.kw, read_end);
+  const KvRows vrows(d, v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw, read_end);
   const Task t{g, kt, b, hk, i0, bq, rows, krows, vrows, st};
   const bool few = few_rows(kt.gemm, rows);
   const KeyDots kd = key_dots(kt, d.k_type);

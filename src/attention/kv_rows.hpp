@@ -52,15 +52,17 @@ struct KvRows {
   float* widened;                  // BK x len floats
   const int32_t* table = nullptr;  // paged: this batch's pages
   int64_t page = 0, page_ld = 0;   // rows per page, values between pages
+  int64_t end = 0;                 // rows [0, end) are read: prefetches stop there
 
   KvRows(const tessera_attention_desc& d, const void* p, tessera_dtype t, const int64_t* stride,
-         int64_t b, int64_t hk, int64_t len_, float* w)
+         int64_t b, int64_t hk, int64_t len_, float* w, int64_t end_)
       : base(static_cast<const char*>(p) +
              bytes(t, (d.block_table ? 0 : b * stride[0]) + hk * stride[1])),
         ld(stride[2]),
         len(len_),
         type(t),
-        widened(w) {
+        widened(w),
+        end(end_) {
     if (d.block_table)
       table = d.block_table + b * d.block_table_stride, page = d.page_size, page_ld = stride[0];
   }
@@ -85,6 +87,16 @@ struct KvRows {
   const char* row(int64_t j) const {
     if (table) return base + bytes(type, table[j / page] * page_ld + j % page * ld);
     return base + bytes(type, j * ld);
+  }
+  // Rows [j, j + n) into L2, each at its own address (on whatever page it sits; none at or
+  // past `end`): the next block of a decode reading K/V from memory (the plan's prefetch_kv),
+  // issued a call's rows at a time so that they arrive while the current block's calls run.
+  void prefetch_l2(int64_t j, int64_t n) const {
+    const int64_t e = std::min(end, j + n);
+    for (int64_t r = j, m; r < e; r += m) {
+      m = run(r, e - r);
+      arch::prefetch_rows_ahead<2>(row(r), 0, m, ld_bytes(), row_bytes());
+    }
   }
   int64_t ld_bytes() const { return bytes(type, ld); }
   int64_t row_bytes() const { return bytes(type, len); }
