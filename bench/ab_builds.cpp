@@ -194,6 +194,11 @@ BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv4096_d128, 32, 8, 1, 4096, 128, 
 BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv4096_d128_f16, 32, 8, 1, 4096, 128, true,
                   TESSERA_F16)
     ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128, 32, 8, 1, 32768, 128, true, TESSERA_F32)
+    ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128_f16, 32, 8, 1, 32768, 128, true,
+                  TESSERA_F16)
+    ->Apply(threads_1_2);
 BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128_q8_0, 32, 8, 1, 32768, 128, true,
                   TESSERA_Q8_0)
     ->Apply(threads_1_2);
