@@ -109,12 +109,13 @@ int64_t expect_appended_rows(const PagedRun& run, const std::vector<uint8_t>& be
         }
         if (::testing::Test::HasFailure()) return differ;
       }
-  for (int64_t r = 0; r < rows; ++r)
-    if (!appended[size_t(r)])
-      EXPECT_EQ(std::memcmp(got.data() + size_t(r) * row_bytes,
-                            before.data() + size_t(r) * row_bytes, row_bytes),
-                0)
-          << "pool row " << r << " was written";
+  for (int64_t r = 0; r < rows; ++r) {
+    if (appended[size_t(r)]) continue;
+    EXPECT_EQ(std::memcmp(got.data() + size_t(r) * row_bytes, before.data() + size_t(r) * row_bytes,
+                          row_bytes),
+              0)
+        << "pool row " << r << " was written";
+  }
   return differ;
 }
 

@@ -28,6 +28,6 @@ void attention_ops();  // fused attention: every option, decode and prefill, 16-
 void additive_ops();   // Bahdanau: one-shot, keys then step, batched with valid lengths
 // Attention over q8_0 / q4_0 K/V within tessera.h's relative RMS of the unquantized result
 // (quant_test.cpp).
-void quant_accuracy();
+void quant_accuracy(bool until_first_failure);
 
 }  // namespace testers
