@@ -8,13 +8,15 @@ clang-format --dry-run -Werror $files
 echo "lint: layout (rooms, include direction, file and function sizes)"
 bash scripts/check_layout.sh
 echo "lint: cppcheck"
+jobs=$(nproc)
 cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --std=c++17 \
-  --inline-suppr -I include -I . -I src src arch
+  --inline-suppr -j "$jobs" -I include -I . -I src src arch
 echo "lint: clang-tidy"
 cmake -S . -B build/lint -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DTESSERA_BUILD_TESTS=OFF \
   -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_EXAMPLES=OFF >/dev/null
-out=$(for f in src/*/*.cpp; do clang-tidy -p build/lint --quiet "$f" 2>/dev/null; done)
-if echo "$out" | grep -q "warning:"; then
+# One clang-tidy per source, as many at once as there are cores.
+out=$(printf '%s\n' src/*/*.cpp | xargs -P "$jobs" -n 1 clang-tidy -p build/lint --quiet 2>/dev/null || true)
+if echo "$out" | grep -qE "(warning|error):"; then
   echo "$out"
   exit 1
 fi

@@ -19,7 +19,11 @@ for p in "${presets[@]}"; do
   cmake --build --preset "$p"
   case "$p" in
     # TBB is not built with ThreadSanitizer: tests/tsan.supp names the reports that are TBB's
-    # own, each with its reason. Every test runs, the 8-thread stress test among them.
+    # own, each with its reason. Every test that runs threads, the 8-thread stress test among
+    # them, on the best kernel table (the tsan test preset: TESSERA_TEST_TABLES=best; the
+    # scheduling is the same code for every table, whose kernels are stateless and run
+    # uninstrumented here); the kernel testers and mutants, which call kernels directly on one
+    # thread, run in every other stage.
     # report_atomic_races=0: the one atomic-against-plain report seen was TBB decrementing a
     # finished parallel_for's reference count on a caller's stack that the caller later reused,
     # whose TBB stack TSan could not restore (so no suppression can match it); Tessera itself

@@ -78,7 +78,7 @@ bool round_of_everything(uint32_t seed, std::string& why) {
 
 TEST(Stress, EightThreadsWhileTablesAndThreadCapsChange) {
   const std::string previous = tessera_isa_name();
-  const auto isas = tt::isas();
+  const auto isas = tt::all_isas();
   std::atomic<bool> stop{false};
   std::thread switcher([&] {
     for (int i = 0; !stop; ++i) {

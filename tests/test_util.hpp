@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -50,13 +52,25 @@ inline double rel_err(const std::vector<float>& out, const std::vector<float>& r
   return rel_err(out.data(), ref.data(), std::min(out.size(), ref.size()));
 }
 
-// Every kernel table the machine runs, best first as the dispatcher ranks them (a table added
-// to the dispatcher is tested by every per-table fixture; Contract.EveryTableThisCpuRunsIsTested
-// checks the list against the CPU's features read apart).
-inline std::vector<std::string> isas() {
+// TESSERA_TEST_TABLES=best: the per-table fixtures run the best table only (the ThreadSanitizer
+// stage: its races live in the scheduling every table shares; every other stage runs them all).
+inline bool best_table_only() {
+  const char* e = std::getenv("TESSERA_TEST_TABLES");
+  return e && std::string(e) == "best";
+}
+// Every kernel table the machine runs, best first as the dispatcher ranks them
+// (Contract.EveryTableThisCpuRunsIsTested checks the list against the CPU's features read apart).
+inline std::vector<std::string> all_isas() {
   const char* names[8];
   const int n = tessera::detail::tables_for(tessera::detail::hardware(), names, 8);
   return {names, names + n};
+}
+// The tables the per-table fixtures sweep: all of them (a table added to the dispatcher is tested
+// by every fixture), or the best under TESSERA_TEST_TABLES=best.
+inline std::vector<std::string> isas() {
+  std::vector<std::string> all = all_isas();
+  if (best_table_only() && all.size() > 1) all.resize(1);
+  return all;
 }
 
 // Fixture base: selects the table named by the test parameter for the test's duration.
