@@ -426,9 +426,10 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   const TaskKeys keys = task_keys(g, b, i0, bq, kb, ke);
   if (keys.hi <= keys.lo) return;  // no key visible to any row (k and v may be NULL then)
   const int64_t rows = g.group * bq;
-  const int64_t read_end = std::min(keys.hi, keys.end);
-  const KvRows krows(d, k, d.k_type, d.k_stride, b, hk, d.head_dim, st.kw, read_end);
-  const KvRows vrows(d, v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw, read_end);
+  // Prefetches run to the sequence's end, past this task's keys, as they did before the helper:
+  // the next task of a split decode (on this thread, as often as not) reads them next.
+  const KvRows krows(d, k, d.k_type, d.k_stride, b, hk, d.head_dim, st.kw, keys.valid);
+  const KvRows vrows(d, v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw, keys.valid);
   const Task t{g, kt, b, hk, i0, bq, rows, krows, vrows, st};
   const bool few = few_rows(kt.gemm, rows);
   const KeyDots kd = key_dots(kt, d.k_type);

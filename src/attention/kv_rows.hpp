@@ -52,7 +52,7 @@ struct KvRows {
   float* widened;                  // BK x len floats
   const int32_t* table = nullptr;  // paged: this batch's pages
   int64_t page = 0, page_ld = 0;   // rows per page, values between pages
-  int64_t end = 0;                 // rows [0, end) are read: prefetches stop there
+  int64_t end = 0;                 // the sequence's rows [0, end): prefetches stop there
 
   KvRows(const tessera_attention_desc& d, const void* p, tessera_dtype t, const int64_t* stride,
          int64_t b, int64_t hk, int64_t len_, float* w, int64_t end_)
@@ -91,7 +91,8 @@ struct KvRows {
   // Rows [j, j + n) into L2, each at its own address (on whatever page it sits; none at or
   // past `end`): the next block of a decode reading K/V from memory (the plan's prefetch_kv),
   // issued a call's rows at a time so that they arrive while the current block's calls run.
-  void prefetch_l2(int64_t j, int64_t n) const {
+  // Always inlined: out of line, GCC 12 deletes the call (arch/common/prefetch.hpp).
+  TESSERA_ALWAYS_INLINE void prefetch_l2(int64_t j, int64_t n) const {
     const int64_t e = std::min(end, j + n);
     for (int64_t r = j, m; r < e; r += m) {
       m = run(r, e - r);
