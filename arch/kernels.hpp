@@ -370,6 +370,10 @@ const KernelTable& sse2_table();
 const KernelTable& neon64_v82_table();
 const KernelTable& neon64_table();
 const KernelTable& neon32_table();
+// Parts of the avx512 table instantiated in files of their own (compiled in parallel).
+const GemmKernels& avx512_deep_gemm_kernels();
+void avx512_fill_table_rest(KernelTable& t);
+const QuantKernels& avx512_quant_kernels();
 // The bf16 dot-product kernels the dispatcher adds to a table where the CPU has their feature:
 // the avx512 table's (AVX512_BF16) and the neon64_v82 table's (FEAT_BF16).
 const Bf16DotKernels& avx512_bf16_dot_kernels();

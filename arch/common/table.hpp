@@ -119,9 +119,10 @@ void fill_dot(GemmKernels& k, std::integer_sequence<int, R...>) {
   k.dot_cols[1] = static_cast<int>(xsimd::batch<float, Arch>::size);
 }
 
+// The table's tile, attention and dot kernels (make_table's first half).
 template <class Arch, const GemmBlocking& G, class F16Widen, class Bf16Widen,
           class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
-KernelTable make_table(const char* name) {
+KernelTable make_table_tiles(const char* name) {
   static_assert(G.dot_rows <= kMaxDotRows, "dot tile exceeds the table");
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
   KernelTable t{};
@@ -145,6 +146,14 @@ KernelTable make_table(const char* name) {
   }
   fill_attention_ukernels<Arch, G>(g, std::make_integer_sequence<int, G.mr>());
   fill_dot<Arch, G>(g, std::make_integer_sequence<int, G.dot_rows>());
+  return t;
+}
+
+// The rest (make_table's second half): the few-row kernels, softmax, rotary and conversion
+// kernels. A large table instantiates the halves in two files, compiled in parallel.
+template <class Arch, const GemmBlocking& G, class F16Widen, class Bf16Widen>
+void fill_table_rest(KernelTable& t) {
+  GemmKernels& g = t.gemm;
   fill_wide<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
   fill_rows_stream<Arch, G>(g, std::make_integer_sequence<int, kMaxWideRows>());
   fill_dot16<Arch, G, F16Widen, Bf16Widen>(g);
@@ -163,6 +172,13 @@ KernelTable make_table(const char* name) {
   sm.affine = &affine<Arch>;
   t.convert = make_convert_kernels();  // an ISA with f16 lanes passes them (its own file)
   t.rope = make_rope_kernels<Arch>();
+}
+
+template <class Arch, const GemmBlocking& G, class F16Widen, class Bf16Widen,
+          class Packed = DefaultPackedKernel<Arch, G.mr, G.nv>>
+KernelTable make_table(const char* name) {
+  KernelTable t = make_table_tiles<Arch, G, F16Widen, Bf16Widen, Packed>(name);
+  fill_table_rest<Arch, G, F16Widen, Bf16Widen>(t);
   return t;
 }
 
