@@ -447,7 +447,9 @@ int failures_of(const std::function<void()>& f) {
   {
     ::testing::ScopedFakeTestPartResultReporter reporter(
         ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    testers::g_mutant_failures = &results;
     f();
+    testers::g_mutant_failures = nullptr;
   }
   return results.size();
 }

@@ -2,10 +2,17 @@
 // run each against a mutant and see it fail. Each is defined beside the tests that use it.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include "arch/kernels.hpp"
 #include "src/runtime/registry.hpp"
 
 namespace testers {
+
+// While a mutant runs (tests/mutant_test.cpp) its intercepted failures: the API testers return at
+// their next step once there is one, since one is all a mutant needs. Null otherwise.
+inline const ::testing::TestPartResultArray* g_mutant_failures = nullptr;
+inline bool mutant_rejected() { return g_mutant_failures && g_mutant_failures->size() > 0; }
 
 // A registered kernel called directly on its family's edge lattice (ukernel_test.cpp; the
 // conversions through convert_kernel, convert_test.cpp).
