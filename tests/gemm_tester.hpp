@@ -16,6 +16,8 @@
 #include <cstring>
 #include <vector>
 
+#include <tbb/task_arena.h>
+
 #include "src/gemm/gemm_plan.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/reference.hpp"
@@ -85,6 +87,14 @@ class GemmTester {
         .beta(combo % 2 ? 0.3f : 0.0f)
         .aligned_b(combo % 4 == 1)
         .pad(combo % 5 == 0 ? 3 : 0);
+  }
+
+  // Then again in an arena of this many threads, C compared bit for bit with the checked one
+  // (results do not depend on the thread count): a second thread count without a second
+  // reference. Plain products through run() only.
+  GemmTester& also_threads(int v) {
+    also_threads_ = v;
+    return *this;
   }
 
   // Runs the product through the driver with these kernels (a copy of a table with one of its
@@ -174,6 +184,16 @@ class GemmTester {
     for (int64_t t = 0; t < batch_; ++t)
       for (int64_t i = m_ * ldc; i < sc; ++i)
         ASSERT_EQ(out[t * sc + i], kGuard) << "wrote past the last row of batch " << t;
+    if (also_threads_ > 0) {
+      ASSERT_EQ(a_type_, tessera::DType::f32);
+      ASSERT_EQ(b_type_, tessera::DType::f32);
+      auto again = c;
+      tbb::task_arena(also_threads_).execute([&] {
+        run(a.data(), lda, sa, b, ldb, sb, again.data(), ldc, sc);
+      });
+      ASSERT_EQ(std::memcmp(again.data(), out.data(), out.size() * sizeof(float)), 0)
+          << also_threads_ << " threads changed C";
+    }
   }
 
  private:
@@ -240,4 +260,5 @@ class GemmTester {
   mutable std::vector<uint16_t> a16_, b16_;
   const tessera::arch::GemmKernels* kernels_ = nullptr;
   const tessera::detail::Tuning* tuning_ = nullptr;
+  int also_threads_ = 0;
 };
