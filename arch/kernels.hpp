@@ -346,6 +346,15 @@ struct RopeKernels {
   void (*rotate[2])(int64_t heads, int64_t ld, int64_t half, const float* cs, float* x);
 };
 
+// norm.hpp: a decoder block's row kernels (contract there).
+using NormRowFn = void (*)(int64_t n, float* x, const float* r, const float* gain,
+                           const float* bias, float eps, float* y);
+using ActivationRowFn = void (*)(int64_t n, const float* g, const float* u, float* y);
+struct NormActKernels {
+  NormRowFn rms, layer;
+  ActivationRowFn act[2];  // [0] SiLU, [1] GELU (tanh form); times u where u is given
+};
+
 struct KernelTable {
   const char* name;  // "avx512", "avx2", "sse2", "neon64_v82", "neon64", "neon32"
   int simd_floats;   // floats per vector register
@@ -361,6 +370,7 @@ struct KernelTable {
   ConvertKernels convert;
   QuantKernels quant;
   RopeKernels rope;
+  NormActKernels norm_act;
 };
 
 // Defined only where the build compiles the ISA; src/runtime/dispatch.cpp decides which exist.

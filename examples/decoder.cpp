@@ -1,22 +1,26 @@
 // A Llama-style decoder on Tessera: the program to run first on a board. A stack of blocks
-//   h = x + Attention(RMSNorm(x)),  x' = h + W_down (silu(RMSNorm(h) W_gate) * RMSNorm(h) W_up)
-// with the prepared attention layer (rotary positions, GQA, a KV cache per layer) and the MLP's
-// three products through tessera_gemm_ex, on random weights of the chosen type. It prefills a
-// prompt, then decodes tokens one at a time (each step's output, normalised, is the next input:
-// no vocabulary or sampling, which are not attention's work), and prints prefill and decode
-// tokens/s, the bytes of weights and cache, what a decode step must read, and the peak memory.
+//   h = x + Attention(RMSNorm(x)),  x' = h + FFN(RMSNorm(h)),  FFN = W_down (silu(W_gate) * W_up)
+// on the library's prepared layers: the attention layer (rotary positions, GQA, a KV cache per
+// layer), tessera_norm (the residual add fused into the second norm) and the prepared SwiGLU
+// feed-forward layer, on random weights of any type (f32, f16, bf16, q8_0, q4_0), every weight
+// packed once at load. Prefill and decode are timed as llama-bench times them: prefill of the
+// prompt from an empty cache after a warm-up, the median of --repeats runs; decode of --tokens
+// tokens one at a time after --depth tokens are in the cache (each step's output, normalised, is
+// the next input: no vocabulary or sampling). It prints tokens/s, the bytes a decode step reads,
+// and that rate against a plain read loop on the same threads.
 //
-//   example_decoder [--model 2048 --layers 16 --heads 32 --kv-heads 8 --mlp 8192
-//                    --prompt 128 --tokens 64 --weights f16 --cache f16 --threads 2]
+//   example_decoder [--model 2048 --layers 16 --heads 32 --kv-heads 8 --mlp 8192 --prompt 512
+//                    --depth 512 --tokens 64 --repeats 3 --weights q4_0 --cache f16 --threads 2]
 // Without arguments: a tiny configuration (CI runs it under qemu). README: sizing it to a model.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tessera/tessera.h"
@@ -24,22 +28,23 @@
 namespace {
 
 struct Config {
-  int64_t model = 256, layers = 2, heads = 8, kv_heads = 2, mlp = 512, prompt = 32, tokens = 16;
+  int64_t model = 256, layers = 2, heads = 8, kv_heads = 2, mlp = 512, prompt = 32, depth = -1,
+          tokens = 16, repeats = 1;
   tessera_dtype weights = TESSERA_F16, cache = TESSERA_F16;
   int threads = 0;  // 0: Tessera's default
 };
 
+const char* type_name(tessera_dtype t) {
+  return t == TESSERA_F32    ? "f32"
+         : t == TESSERA_F16  ? "f16"
+         : t == TESSERA_BF16 ? "bf16"
+         : t == TESSERA_Q8_0 ? "q8_0"
+                             : "q4_0";
+}
+
 bool parse_type(const char* s, tessera_dtype& t) {
-  const struct {
-    const char* name;
-    tessera_dtype t;
-  } types[] = {{"f32", TESSERA_F32},
-               {"f16", TESSERA_F16},
-               {"bf16", TESSERA_BF16},
-               {"q8_0", TESSERA_Q8_0},
-               {"q4_0", TESSERA_Q4_0}};
-  for (const auto& x : types)
-    if (std::strcmp(s, x.name) == 0) return t = x.t, true;
+  for (const tessera_dtype x : {TESSERA_F32, TESSERA_F16, TESSERA_BF16, TESSERA_Q8_0, TESSERA_Q4_0})
+    if (std::strcmp(s, type_name(x)) == 0) return t = x, true;
   return false;
 }
 
@@ -53,7 +58,9 @@ bool parse(int argc, char** argv, Config& c) {
                  : k == "--kv-heads" ? &c.kv_heads
                  : k == "--mlp"      ? &c.mlp
                  : k == "--prompt"   ? &c.prompt
+                 : k == "--depth"    ? &c.depth
                  : k == "--tokens"   ? &c.tokens
+                 : k == "--repeats"  ? &c.repeats
                                      : nullptr;
     if (n) {
       *n = std::atoll(v);
@@ -65,7 +72,8 @@ bool parse(int argc, char** argv, Config& c) {
       return false;
     }
   }
-  return argc % 2 == 1 && c.weights != TESSERA_Q8_0 && c.weights != TESSERA_Q4_0;
+  if (c.depth < 0) c.depth = c.prompt;
+  return argc % 2 == 1 && c.repeats > 0 && c.prompt > 0 && c.tokens >= 0;
 }
 
 // n random weights of type t in [-s, s] (float32 rounded by tessera_convert).
@@ -74,33 +82,48 @@ std::vector<char> random_weights(int64_t n, float s, tessera_dtype t, uint32_t s
   uint32_t x = seed * 2654435761u + 1;
   for (auto& v : f) x = x * 1664525u + 1013904223u, v = s * (float(x >> 8) / 8388608.0f - 1.0f);
   std::vector<char> out(tessera_dtype_size(t, n));
-  if (t == TESSERA_F32)
-    std::memcpy(out.data(), f.data(), out.size());
-  else if (tessera_convert(TESSERA_F32, t, n, f.data(), out.data()) != TESSERA_OK)
-    out.clear();
+  if (tessera_convert(TESSERA_F32, t, n, f.data(), out.data()) != TESSERA_OK) out.clear();
   return out;
 }
 
-void rms_norm(int64_t rows, int64_t n, const float* x, const std::vector<float>& g, float* y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    double ss = 0;
-    for (int64_t i = 0; i < n; ++i) ss += double(x[r * n + i]) * x[r * n + i];
-    const float inv = float(1.0 / std::sqrt(ss / double(n) + 1e-5));
-    for (int64_t i = 0; i < n; ++i) y[r * n + i] = x[r * n + i] * inv * g[size_t(i)];
-  }
+long peak_rss_kb() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  char line[256];
+  long kb = -1;
+  while (f && std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::atol(line + 6);
+  if (f) std::fclose(f);
+  return kb;
 }
 
-long peak_rss_kb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-  return -1;
+// The read loop decode is measured against: `threads` threads summing their share of a buffer
+// far past the caches, the best of five passes, in bytes/s.
+double read_loop_bytes_per_s(int threads, size_t bytes) {
+  std::vector<float> buf(bytes / sizeof(float), 1.0f);
+  double best = 0;
+  for (int pass = 0; pass < 5; ++pass) {
+    std::vector<std::thread> pool;
+    std::vector<double> sums(static_cast<size_t>(threads));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const size_t n = buf.size() / size_t(threads), at = n * size_t(t);
+        float acc[16] = {};
+        for (size_t i = 0; i + 16 <= n; i += 16)
+          for (int j = 0; j < 16; ++j) acc[j] += buf[at + i + size_t(j)];
+        for (const float a : acc) sums[size_t(t)] += a;
+      });
+    for (auto& th : pool) th.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (sums[0] >= 0) best = std::max(best, double(bytes) / s);
+  }
+  return best;
 }
 
 struct Block {
   tessera_mha_layer* attn = nullptr;
-  std::vector<char> k_cache, v_cache, w_gate, w_up, w_down;
+  tessera_ffn* ffn = nullptr;
+  std::vector<char> k_cache, v_cache;
   std::vector<float> norm1, norm2;
 };
 
@@ -112,6 +135,10 @@ struct Block {
     }                                                                       \
   } while (0)
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,21 +146,23 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, c)) {
     std::fprintf(stderr,
                  "usage: %s [--model N --layers N --heads N --kv-heads N --mlp N --prompt N "
-                 "--tokens N --weights f32|f16|bf16 --cache f32|f16|bf16|q8_0|q4_0 --threads N]\n",
+                 "--depth N --tokens N --repeats N --weights T --cache T --threads N]\n"
+                 "  T: f32, f16, bf16, q8_0 or q4_0\n",
                  argv[0]);
     return 2;
   }
   if (c.threads > 0) CHECK(tessera_set_num_threads(c.threads));
-  const int64_t M = c.model, hd = M / c.heads, cap = c.prompt + c.tokens;
+  const int64_t M = c.model, hd = M / c.heads, cap = std::max(c.prompt, c.depth + c.tokens);
+  const int64_t rows = std::max<int64_t>(c.prompt, c.depth);
 
-  // The blocks: an attention layer prepared from random weights (packed, so the arrays go),
-  // its cache, the MLP's weights and the two norms' gains.
+  // The blocks: an attention and a feed-forward layer prepared from random weights (packed, so
+  // the arrays go), the cache, the two norms' gains.
   tessera_mha_desc d;
-  CHECK(tessera_mha_desc_init(&d, 1, c.prompt, c.prompt, M, c.heads));
+  CHECK(tessera_mha_desc_init(&d, 1, 1, 1, M, c.heads));
   d.kv_heads = c.kv_heads, d.causal = 1, d.weight_type = c.weights, d.cache_type = c.cache;
   d.rope.style = TESSERA_ROPE_NEOX, d.rope.theta = 500000.0f;
   std::vector<Block> blocks(size_t(c.layers));
-  size_t weight_bytes = 0, cache_bytes = 0;
+  double weight_bytes = 0, cache_row_bytes = 0;
   const float s = 1.0f / std::sqrt(float(M)), s_down = 1.0f / std::sqrt(float(c.mlp));
   for (int64_t l = 0; l < c.layers; ++l) {
     Block& b = blocks[size_t(l)];
@@ -144,65 +173,80 @@ int main(int argc, char** argv) {
     const auto wo = random_weights(M * M, s, c.weights, seed + 4);
     d.w_q = wq.data(), d.w_k = wk.data(), d.w_v = wv.data(), d.w_o = wo.data();
     CHECK(tessera_mha_create(&d, &b.attn));
-    weight_bytes += wq.size() + wk.size() + wv.size() + wo.size();
-    b.w_gate = random_weights(M * c.mlp, s, c.weights, seed + 5);
-    b.w_up = random_weights(M * c.mlp, s, c.weights, seed + 6);
-    b.w_down = random_weights(c.mlp * M, s_down, c.weights, seed + 7);
-    weight_bytes += b.w_gate.size() + b.w_up.size() + b.w_down.size();
+    const auto wg = random_weights(c.mlp * M, s, c.weights, seed + 5);
+    const auto wu = random_weights(c.mlp * M, s, c.weights, seed + 6);
+    const auto wd = random_weights(M * c.mlp, s_down, c.weights, seed + 7);
+    const tessera_ffn_desc fd{M,         c.mlp,     TESSERA_ACT_SILU, 1,       c.weights, wg.data(),
+                              wu.data(), wd.data(), nullptr,          nullptr, nullptr};
+    CHECK(tessera_ffn_create(&fd, &b.ffn));
+    weight_bytes +=
+        double(wq.size() + wk.size() + wv.size() + wo.size() + wg.size() + wu.size() + wd.size());
     b.k_cache.assign(tessera_dtype_size(c.cache, c.kv_heads * cap * hd), 0);
     b.v_cache.assign(b.k_cache.size(), 0);
-    cache_bytes += 2 * b.k_cache.size();
+    cache_row_bytes += 2.0 * double(tessera_dtype_size(c.cache, c.kv_heads * hd));
     b.norm1.assign(size_t(M), 1.0f), b.norm2.assign(size_t(M), 1.0f);
   }
   d.w_q = d.w_k = d.w_v = d.w_o = nullptr;
 
-  // One pass of n tokens through every block (the caches at `pos`); x in place.
-  std::vector<float> x(size_t(c.prompt * M)), xn(x.size()), attn(x.size());
-  std::vector<float> gate(size_t(c.prompt * c.mlp)), up(gate.size());
-  // One workspace for every call: the prompt's (every layer has the same shape) is the largest.
+  // One pass of n tokens through every block (the caches at `pos`); x, the residual stream, in
+  // place. One workspace for every call, sized for the longest pass.
+  std::vector<float> x(size_t(rows * M)), xn(x.size()), attn(x.size());
   size_t ws_bytes = 0;
-  d.k_cache = blocks[0].k_cache.data(), d.v_cache = blocks[0].v_cache.data(),
-  d.cache_capacity = cap;
+  d.q_len = d.kv_len = rows, d.cache_len = 0, d.cache_capacity = cap;
+  d.k_cache = blocks[0].k_cache.data(), d.v_cache = blocks[0].v_cache.data();
   CHECK(tessera_mha_layer_workspace_size(blocks[0].attn, &d, &ws_bytes));
-  std::vector<char> ws(ws_bytes);
+  size_t step_ws = 0;  // a decode step at the last position
+  d.q_len = d.kv_len = 1, d.cache_len = cap - 1;
+  CHECK(tessera_mha_layer_workspace_size(blocks[0].attn, &d, &step_ws));
+  ws_bytes = std::max(ws_bytes, step_ws);
+  ws_bytes = std::max(ws_bytes, tessera_ffn_workspace_size(blocks[0].ffn, rows));
+  void* ws = std::aligned_alloc(64, (ws_bytes + 63) / 64 * 64);
+  if (!ws) return 1;
   const auto pass = [&](int64_t n, int64_t pos) -> int {
-    d.q_len = d.kv_len = n, d.cache_len = pos, d.cache_capacity = cap;
+    d.q_len = d.kv_len = n, d.cache_len = pos;
     for (Block& b : blocks) {
-      rms_norm(n, M, x.data(), b.norm1, xn.data());
+      CHECK(tessera_norm(TESSERA_NORM_RMS, n, M, x.data(), M, nullptr, 0, b.norm1.data(), nullptr,
+                         1e-5f, xn.data(), M));
       d.k_cache = b.k_cache.data(), d.v_cache = b.v_cache.data();
-      CHECK(tessera_mha_layer_forward(b.attn, &d, xn.data(), xn.data(), xn.data(), attn.data(),
-                                      ws.data(), ws.size()));
-      for (int64_t i = 0; i < n * M; ++i) x[size_t(i)] += attn[size_t(i)];
-      rms_norm(n, M, x.data(), b.norm2, xn.data());
-      const auto nn = TESSERA_NO_TRANS;
-      CHECK(tessera_gemm_ex(nn, nn, n, c.mlp, M, 1.0f, TESSERA_F32, xn.data(), M, c.weights,
-                            b.w_gate.data(), c.mlp, 0.0f, gate.data(), c.mlp));
-      CHECK(tessera_gemm_ex(nn, nn, n, c.mlp, M, 1.0f, TESSERA_F32, xn.data(), M, c.weights,
-                            b.w_up.data(), c.mlp, 0.0f, up.data(), c.mlp));
-      for (int64_t i = 0; i < n * c.mlp; ++i) {  // SwiGLU
-        const float g = gate[size_t(i)];
-        gate[size_t(i)] = g / (1.0f + std::exp(-g)) * up[size_t(i)];
-      }
-      CHECK(tessera_gemm_ex(nn, nn, n, M, c.mlp, 1.0f, TESSERA_F32, gate.data(), c.mlp, c.weights,
-                            b.w_down.data(), M, 1.0f, x.data(), M));
+      CHECK(tessera_mha_layer_forward(b.attn, &d, xn.data(), xn.data(), xn.data(), attn.data(), ws,
+                                      ws_bytes));
+      // h = x + attention, and its norm, in one pass
+      CHECK(tessera_norm(TESSERA_NORM_RMS, n, M, x.data(), M, attn.data(), M, b.norm2.data(),
+                         nullptr, 1e-5f, xn.data(), M));
+      CHECK(tessera_ffn_forward(b.ffn, n, xn.data(), M, 1.0f, x.data(), M, ws, ws_bytes));
     }
     return 0;
   };
+  const auto fill_input = [&](int64_t n) {
+    uint32_t r = 12345;
+    for (int64_t i = 0; i < n * M; ++i)
+      r = r * 1664525u + 1013904223u, x[size_t(i)] = float(r >> 8) / 8388608.0f - 1.0f;
+  };
 
-  uint32_t r = 12345;
-  for (auto& v : x) r = r * 1664525u + 1013904223u, v = float(r >> 8) / 8388608.0f - 1.0f;
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  if (pass(c.prompt, 0) != 0) return 1;
-  const auto t1 = clock::now();
-  const std::vector<float> norm_gain(size_t(M), 1.0f);
+  // Prefill: a warm-up, then the median of the repeats, each from an empty cache.
+  std::vector<double> prefill;
+  for (int64_t rep = 0; rep <= c.repeats; ++rep) {
+    fill_input(c.prompt);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (pass(c.prompt, 0) != 0) return 1;
+    if (rep > 0) prefill.push_back(seconds_since(t0));
+  }
+  std::sort(prefill.begin(), prefill.end());
+  const double prefill_s = prefill[prefill.size() / 2];
+
+  // Decode from `depth` tokens in the cache (filled untimed).
+  fill_input(std::max<int64_t>(c.depth, 1));
+  if (c.depth > 0 && pass(c.depth, 0) != 0) return 1;
+  const std::vector<float> ones(size_t(M), 1.0f);
+  const auto t1 = std::chrono::steady_clock::now();
   for (int64_t t = 0; t < c.tokens; ++t) {
     // The last position's output, normalised, is the next token's input.
-    rms_norm(1, M, x.data() + (t == 0 ? (c.prompt - 1) * M : 0), norm_gain, xn.data());
-    std::memcpy(x.data(), xn.data(), size_t(M) * sizeof(float));
-    if (pass(1, c.prompt + t) != 0) return 1;
+    const int64_t last = t == 0 ? std::max<int64_t>(c.depth - 1, 0) : 0;
+    CHECK(tessera_norm(TESSERA_NORM_RMS, 1, M, x.data() + last * M, M, nullptr, 0, ones.data(),
+                       nullptr, 1e-5f, x.data(), M));
+    if (pass(1, c.depth + t) != 0) return 1;
   }
-  const auto t2 = clock::now();
+  const double decode_s = seconds_since(t1);
   double checksum = 0;
   for (int64_t i = 0; i < M; ++i) checksum += x[size_t(i)];
   if (!std::isfinite(checksum)) {
@@ -210,30 +254,30 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
-  const double decode_s = std::chrono::duration<double>(t2 - t1).count();
-  // A decode step reads every weight once and the cache rows held (at the last step, all).
-  const double step_bytes = double(weight_bytes) + double(cache_bytes);
+  // A decode step reads every weight once and the cache rows it holds (the mean over the steps).
+  const double step_bytes =
+      weight_bytes + cache_row_bytes * (double(c.depth) + double(c.tokens + 1) / 2.0);
+  const int threads = c.threads > 0 ? c.threads : int(std::thread::hardware_concurrency());
+  const double tok_s = c.tokens > 0 ? double(c.tokens) / decode_s : 0.0;
   std::printf("decoder: model %lld, %lld layers, heads %lld/%lld, mlp %lld, weights %s, cache %s\n",
               (long long)M, (long long)c.layers, (long long)c.heads, (long long)c.kv_heads,
-              (long long)c.mlp, argc > 1 ? "as given" : "f16 (tiny defaults)",
-              c.cache == TESSERA_F32    ? "f32"
-              : c.cache == TESSERA_F16  ? "f16"
-              : c.cache == TESSERA_BF16 ? "bf16"
-              : c.cache == TESSERA_Q8_0 ? "q8_0"
-                                        : "q4_0");
-  std::printf("prefill: %lld tokens in %.3f s, %.1f tokens/s\n", (long long)c.prompt, prefill_s,
-              double(c.prompt) / prefill_s);
-  std::printf("decode: %lld tokens in %.3f s, %.2f tokens/s\n", (long long)c.tokens, decode_s,
-              double(c.tokens) / decode_s);
-  std::printf(
-      "weights: %.1f MB; cache: %.1f MB (%lld positions); a decode step reads up to "
-      "%.1f MB: at R GB/s of read bandwidth, at most R * 1000 / %.1f tokens/s\n",
-      double(weight_bytes) / 1e6, double(cache_bytes) / 1e6, (long long)cap, step_bytes / 1e6,
-      step_bytes / 1e6);
+              (long long)c.mlp, type_name(c.weights), type_name(c.cache));
+  std::printf("prefill: %lld tokens in %.3f s, %.1f tokens/s (median of %lld)\n",
+              (long long)c.prompt, prefill_s, double(c.prompt) / prefill_s, (long long)c.repeats);
+  std::printf("decode: %lld tokens after %lld in %.3f s, %.2f tokens/s\n", (long long)c.tokens,
+              (long long)c.depth, decode_s, tok_s);
+  std::printf("weights: %.1f MB; cache: %.1f MB (%lld positions); a decode step reads %.1f MB\n",
+              weight_bytes / 1e6, cache_row_bytes * double(cap) / 1e6, (long long)cap,
+              step_bytes / 1e6);
+  if (argc > 1 && c.tokens > 0) {
+    const double read = read_loop_bytes_per_s(threads, size_t(1) << 29);
+    std::printf("decode reads %.1f GB/s: %.0f%% of the read loop (%.1f GB/s, %d threads)\n",
+                tok_s * step_bytes / 1e9, 100.0 * tok_s * step_bytes / read, read / 1e9, threads);
+  }
   std::printf("peak memory: %.1f MB (VmHWM); threads: %s; checksum %.6g\n",
               double(peak_rss_kb()) / 1024.0,
               c.threads ? std::to_string(c.threads).c_str() : "default", checksum);
-  for (Block& b : blocks) tessera_mha_destroy(b.attn);
+  for (Block& b : blocks) tessera_mha_destroy(b.attn), tessera_ffn_destroy(b.ffn);
+  std::free(ws);
   return 0;
 }

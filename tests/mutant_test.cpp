@@ -153,6 +153,24 @@ struct RopeMutants {
   }
 };
 
+// The norm and activation kernels with their row's last value 2^-10 off.
+struct NormActMutants {
+  static inline arch::NormRowFn norm = nullptr;
+  static inline arch::ActivationRowFn act = nullptr;
+  static void bump(int64_t n, float* y) {
+    if (n > 0) y[n - 1] = nudge(y[n - 1], 0x1p-10f) + (y[n - 1] == 0.0f ? 1.0f : 0.0f);
+  }
+  static void norm_last(int64_t n, float* x, const float* r, const float* g, const float* b,
+                        float eps, float* y) {
+    norm(n, x, r, g, b, eps, y);
+    bump(n, y);
+  }
+  static void act_last(int64_t n, const float* g, const float* u, float* y) {
+    act(n, g, u, y);
+    bump(n, y);
+  }
+};
+
 // ---- mutants of the registered kernels --------------------------------------------------------
 
 // The row with its kernel replaced by the mutant of its family, and what the mutant does.
@@ -280,6 +298,18 @@ RowMutant mutate(const KernelRow& real) {
       RopeMutants::rotate =
           reinterpret_cast<void (*)(int64_t, int64_t, int64_t, const float*, float*)>(f);
       r.fn = reinterpret_cast<const void*>(&RopeMutants::rotate_last);
+      m.defect = "the last value 2^-10 off";
+      break;
+    case KernelFamily::norm_rms:
+    case KernelFamily::norm_layer:
+      NormActMutants::norm = reinterpret_cast<arch::NormRowFn>(f);
+      r.fn = reinterpret_cast<const void*>(&NormActMutants::norm_last);
+      m.defect = "the last value 2^-10 off";
+      break;
+    case KernelFamily::act_silu:
+    case KernelFamily::act_gelu_tanh:
+      NormActMutants::act = reinterpret_cast<arch::ActivationRowFn>(f);
+      r.fn = reinterpret_cast<const void*>(&NormActMutants::act_last);
       m.defect = "the last value 2^-10 off";
       break;
     case KernelFamily::count:

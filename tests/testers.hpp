@@ -24,6 +24,8 @@ void quant_kernel(const tessera::detail::KernelRow& row);
 void quant_gemm_kernel(const tessera::detail::KernelRow& row);
 // The rotary embedding's kernels (rope_test.cpp).
 void rope_kernel(const tessera::detail::KernelRow& row);
+// The norms and activations of a decoder block (norm_test.cpp).
+void norm_act_kernel(const tessera::detail::KernelRow& row);
 
 // A table's exp, exp_nonpositive, exp_shifted and tanh at every length to past four vectors and
 // every offset, each element within its ULP bound (transcendental_test.cpp).

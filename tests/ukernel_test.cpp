@@ -567,6 +567,11 @@ void testers::registered_kernel(const KernelRow& row) {
     case KernelFamily::rope_rotate_neox:
     case KernelFamily::rope_rotate_gptj:
       return testers::rope_kernel(row);
+    case KernelFamily::norm_rms:
+    case KernelFamily::norm_layer:
+    case KernelFamily::act_silu:
+    case KernelFamily::act_gelu_tanh:
+      return testers::norm_act_kernel(row);
     case KernelFamily::count:
       break;
   }

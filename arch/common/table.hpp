@@ -19,6 +19,7 @@
 #include "gemm_row_panels.hpp"
 #include "gemm_rows_stream.hpp"
 #include "gemm_ukernel.hpp"
+#include "norm.hpp"
 #include "peak.hpp"
 #include "quant.hpp"
 #include "rope.hpp"
@@ -172,6 +173,7 @@ void fill_table_rest(KernelTable& t) {
   sm.affine = &affine<Arch>;
   t.convert = make_convert_kernels();  // an ISA with f16 lanes passes them (its own file)
   t.rope = make_rope_kernels<Arch>();
+  t.norm_act = make_norm_act_kernels<Arch>();
 }
 
 template <class Arch, const GemmBlocking& G, class F16Widen, class Bf16Widen,

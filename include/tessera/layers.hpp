@@ -54,4 +54,67 @@ class TESSERA_API MhaLayer {
   Impl* impl_ = nullptr;
 };
 
+// ---- a decoder block's parts (see tessera.h) --------------------------------------------------
+
+using NormKind = tessera_norm_kind;
+using Activation = tessera_activation;
+
+TESSERA_API Status norm(NormKind kind, int64_t rows, int64_t dim, float* x, int64_t ldx,
+                        const float* residual, int64_t ldr, const float* gain, const float* bias,
+                        float eps, float* y, int64_t ldy);
+TESSERA_API Status glu(Activation act, int64_t rows, int64_t dim, const float* gate, int64_t ldg,
+                       const float* up, int64_t ldu, float* y, int64_t ldy);
+
+using LinearDesc = tessera_linear_desc;
+
+// A prepared linear layer (tessera_linear_create). Movable, not copyable; forward may run on
+// several threads at once.
+class TESSERA_API Linear {
+ public:
+  Linear() = default;
+  Linear(const Linear&) = delete;
+  Linear& operator=(const Linear&) = delete;
+  Linear(Linear&& o) noexcept : impl_(o.impl_) { o.impl_ = nullptr; }
+  Linear& operator=(Linear&& o) noexcept;
+  ~Linear();
+
+  Status init(const LinearDesc& desc);  // replaces what the layer held, or on failure keeps it
+  bool ready() const { return impl_ != nullptr; }
+  int64_t in_features() const;
+  int64_t out_features() const;
+  Status forward(int64_t rows, const float* x, int64_t ldx, float beta, float* y,
+                 int64_t ldy) const;
+
+  struct Impl;
+
+ private:
+  Impl* impl_ = nullptr;
+};
+
+using FfnDesc = tessera_ffn_desc;
+
+// A prepared feed-forward layer (tessera_ffn_create): gate and up as one linear layer, then the
+// activation, then down.
+class TESSERA_API Ffn {
+ public:
+  Ffn() = default;
+  Ffn(const Ffn&) = delete;
+  Ffn& operator=(const Ffn&) = delete;
+  Ffn(Ffn&& o) noexcept;
+  Ffn& operator=(Ffn&& o) noexcept;
+  ~Ffn() = default;
+
+  Status init(const FfnDesc& desc);
+  bool ready() const { return down_.ready(); }
+  size_t workspace_size(int64_t rows) const;  // 0 for bad arguments
+  Status forward(int64_t rows, const float* x, int64_t ldx, float beta, float* y, int64_t ldy,
+                 void* workspace = nullptr, size_t workspace_bytes = 0) const;
+
+ private:
+  Linear gate_up_, down_;
+  int64_t dim_ = 0, hidden_ = 0;
+  Activation act_ = TESSERA_ACT_SILU;
+  bool gated_ = true;
+};
+
 }  // namespace tessera

@@ -94,4 +94,21 @@ TESSERA_API void mha_forward(const tessera_mha_desc& desc, const float* x_q, con
 TESSERA_API void mha_forward(const tessera_mha_desc& desc, const float* x_q, const float* x_kv,
                              float* out);
 
+// tessera_norm: x += residual in float32 (where given, stored in x), then each row's mean and
+// mean square of the stored x in double, y = (x - m) / sqrt(var + eps) gain + bias rounded once.
+TESSERA_API void norm(tessera_norm_kind kind, int64_t rows, int64_t dim, float* x, int64_t ldx,
+                      const float* residual, int64_t ldr, const float* gain, const float* bias,
+                      float eps, float* y, int64_t ldy);
+// tessera_glu: y = f(gate) up (up null: f(gate)) in double, rounded once.
+TESSERA_API void glu(tessera_activation act, int64_t rows, int64_t dim, const float* gate,
+                     int64_t ldg, const float* up, int64_t ldu, float* y, int64_t ldy);
+// tessera_linear_forward: y = x W^T + beta y in double (a block type: gemm_block_b, each row of x
+// rounded to q8_0), rounded, then the bias added in float32.
+TESSERA_API void linear(const tessera_linear_desc& desc, int64_t rows, const float* x, int64_t ldx,
+                        float beta, float* y, int64_t ldy);
+// tessera_ffn_forward: linear for gate and up, glu over them (rounded to float32 as the layer
+// stores them), linear for down with beta.
+TESSERA_API void ffn(const tessera_ffn_desc& desc, int64_t rows, const float* x, int64_t ldx,
+                     float beta, float* y, int64_t ldy);
+
 }  // namespace tessera::reference

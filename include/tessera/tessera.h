@@ -576,6 +576,87 @@ TESSERA_API tessera_status tessera_mha_layer_forward(const tessera_mha_layer* la
                                                      const float* x_k, const float* x_v, float* out,
                                                      void* workspace, size_t workspace_bytes);
 
+/* ---- a decoder block: norms, activations, prepared linear and feed-forward layers ------------ */
+
+typedef enum tessera_norm_kind { TESSERA_NORM_RMS = 0, TESSERA_NORM_LAYER = 1 } tessera_norm_kind;
+/* Each of `rows` rows of dim values: where residual is given, x += residual first (float32 adds,
+ * the sums written to x: a block's h = x + attention(x) and its normalisation in one pass); then
+ * y = (x - m) s gain + bias with, for RMS, m = 0 and s = 1 / sqrt(mean(x^2) + eps) (RMSNorm),
+ * for LAYER, m = mean(x) and s = 1 / sqrt(mean((x - m)^2) + eps) (LayerNorm, the population
+ * variance). gain and bias may be NULL (1 and 0); eps finite and >= 0. y may be x itself (ldy ==
+ * ldx); no other overlap among x, residual and y. The sums are float32 over the W floats of the
+ * table's vectors (4 to 16): each y within (ceil(dim / W) + W + 8) 2^-24 (|x - m| + |m|) s |gain|
+ * + 2^-23 |bias| of the exact normalisation of the stored x (tessera::reference::norm). Rows are
+ * split across threads; the same y for any thread count. */
+TESSERA_API tessera_status tessera_norm(tessera_norm_kind kind, int64_t rows, int64_t dim, float* x,
+                                        int64_t ldx, const float* residual, int64_t ldr,
+                                        const float* gain, const float* bias, float eps, float* y,
+                                        int64_t ldy);
+
+typedef enum tessera_activation {
+  TESSERA_ACT_SILU = 0,     /* g / (1 + e^-g): SwiGLU with up */
+  TESSERA_ACT_GELU_TANH = 1 /* 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))): GeGLU */
+} tessera_activation;
+/* y = f(gate) up per element (up NULL: f(gate)), `rows` rows of dim values. y may be gate or up
+ * itself (equal ld); no other overlap. SiLU within 8 2^-24 |y|; GELU within 8 2^-24 |y| +
+ * |0.5 g up| 2^-24 (6 (1 - t^2) |z| + 4), z the tanh's argument, t = tanh(z)
+ * (tessera::reference::glu). */
+TESSERA_API tessera_status tessera_glu(tessera_activation act, int64_t rows, int64_t dim,
+                                       const float* gate, int64_t ldg, const float* up, int64_t ldu,
+                                       float* y, int64_t ldy);
+
+/* A prepared linear layer: y = x W^T + bias, W out_features x in_features in weight_type (a
+ * PyTorch Linear's weight as it is, ggml's layout; rows in_features apart; a block type has its
+ * blocks along in, in_features a multiple of 32), packed once at creation for the active kernel
+ * table, so that the caller's arrays may go: float32 into tessera_sgemm_pack_b's panels, f16 and
+ * bf16 kept in 16 bits (tessera_sgemm_pack_b16), q8_0 and q4_0 in the integer tile's panels
+ * (tessera_sgemm_pack_bq). One call serves 1 row (a decode step) or a whole prompt. */
+typedef struct tessera_linear_desc {
+  int64_t in_features, out_features;
+  tessera_dtype weight_type;
+  const void* weight;
+  const float* bias; /* out_features, or NULL */
+} tessera_linear_desc;
+typedef struct tessera_linear tessera_linear;
+TESSERA_API tessera_status tessera_linear_create(const tessera_linear_desc* desc,
+                                                 tessera_linear** linear);
+TESSERA_API void tessera_linear_destroy(tessera_linear* linear);
+/* y = x W^T + bias + beta y for `rows` rows (x in_features floats, ldx apart; y out_features,
+ * ldy apart): tessera_sgemm_packed's result on the packed weight (a block type: each row of x
+ * rounded to q8_0, within tessera_gemm_ex's bound), then the bias added. beta = 0 never reads y;
+ * beta = 1 adds to it (a residual stream). y must not overlap x. The table that packed the layer
+ * must be active (otherwise TESSERA_INVALID_ARGUMENT: create it again). */
+TESSERA_API tessera_status tessera_linear_forward(const tessera_linear* linear, int64_t rows,
+                                                  const float* x, int64_t ldx, float beta, float* y,
+                                                  int64_t ldy);
+
+/* A prepared feed-forward layer: FFN(x) = (f(x W_gate^T + b_gate) (x W_up^T + b_up)) W_down^T +
+ * b_down (gated: SwiGLU with TESSERA_ACT_SILU, GeGLU with GELU_TANH), or f(x W_up^T + b_up)
+ * W_down^T + b_down (gated = 0; w_gate unused). W_gate and W_up hidden x dim, W_down dim x
+ * hidden, all of weight_type in tessera_linear_desc's layout (block types: dim and hidden
+ * multiples of 32). gate and up are packed as one matrix, read in one pass over the input. */
+typedef struct tessera_ffn_desc {
+  int64_t dim, hidden;
+  tessera_activation activation;
+  int gated;
+  tessera_dtype weight_type;
+  const void *w_gate, *w_up, *w_down;
+  const float *b_gate, *b_up, *b_down; /* or NULL */
+} tessera_ffn_desc;
+typedef struct tessera_ffn tessera_ffn;
+TESSERA_API tessera_status tessera_ffn_create(const tessera_ffn_desc* desc, tessera_ffn** ffn);
+TESSERA_API void tessera_ffn_destroy(tessera_ffn* ffn);
+/* Bytes of workspace tessera_ffn_forward needs for `rows` rows (rows x hidden floats, twice that
+ * gated); 0 for bad arguments. */
+TESSERA_API size_t tessera_ffn_workspace_size(const tessera_ffn* ffn, int64_t rows);
+/* y = FFN(x) + beta y for `rows` rows of dim floats (beta = 1: y the residual stream, x its
+ * normalisation): the linear layers' products and tessera_glu, in that order. workspace NULL:
+ * allocated by the call; otherwise at least tessera_ffn_workspace_size bytes, 64-byte aligned.
+ * y must not overlap x or the workspace. */
+TESSERA_API tessera_status tessera_ffn_forward(const tessera_ffn* ffn, int64_t rows, const float* x,
+                                               int64_t ldx, float beta, float* y, int64_t ldy,
+                                               void* workspace, size_t workspace_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -313,4 +313,83 @@ tessera_status tessera_mha_layer_forward(const tessera_mha_layer* layer,
       [&] { return layer->layer.forward(*desc, x_q, x_k, x_v, out, workspace, workspace_bytes); });
 }
 
+tessera_status tessera_norm(tessera_norm_kind kind, int64_t rows, int64_t dim, float* x,
+                            int64_t ldx, const float* residual, int64_t ldr, const float* gain,
+                            const float* bias, float eps, float* y, int64_t ldy) {
+  return guarded([&] {
+    return tessera::norm(kind, rows, dim, x, ldx, residual, ldr, gain, bias, eps, y, ldy);
+  });
+}
+
+tessera_status tessera_glu(tessera_activation act, int64_t rows, int64_t dim, const float* gate,
+                           int64_t ldg, const float* up, int64_t ldu, float* y, int64_t ldy) {
+  return guarded([&] { return tessera::glu(act, rows, dim, gate, ldg, up, ldu, y, ldy); });
+}
+
+struct tessera_linear {
+  tessera::Linear layer;
+};
+
+tessera_status tessera_linear_create(const tessera_linear_desc* desc, tessera_linear** linear) {
+  if (!desc) return null_desc();
+  if (!linear) return to_c(tessera::detail::fail(Status::invalid_argument, "linear is NULL"));
+  return guarded([&] {
+    auto* made = new (std::nothrow) tessera_linear;
+    if (!made) return tessera::detail::fail(Status::out_of_memory, "linear: cannot allocate");
+    const Status s = made->layer.init(*desc);
+    if (s != Status::ok) {
+      delete made;
+      return s;
+    }
+    *linear = made;
+    return s;
+  });
+}
+
+void tessera_linear_destroy(tessera_linear* linear) { delete linear; }
+
+tessera_status tessera_linear_forward(const tessera_linear* linear, int64_t rows, const float* x,
+                                      int64_t ldx, float beta, float* y, int64_t ldy) {
+  if (!linear) return to_c(tessera::detail::fail(Status::invalid_argument, "linear is NULL"));
+  return guarded([&] { return linear->layer.forward(rows, x, ldx, beta, y, ldy); });
+}
+
+struct tessera_ffn {
+  tessera::Ffn layer;
+};
+
+tessera_status tessera_ffn_create(const tessera_ffn_desc* desc, tessera_ffn** ffn) {
+  if (!desc) return null_desc();
+  if (!ffn) return to_c(tessera::detail::fail(Status::invalid_argument, "ffn is NULL"));
+  return guarded([&] {
+    auto* made = new (std::nothrow) tessera_ffn;
+    if (!made) return tessera::detail::fail(Status::out_of_memory, "ffn: cannot allocate");
+    const Status s = made->layer.init(*desc);
+    if (s != Status::ok) {
+      delete made;
+      return s;
+    }
+    *ffn = made;
+    return s;
+  });
+}
+
+void tessera_ffn_destroy(tessera_ffn* ffn) { delete ffn; }
+
+size_t tessera_ffn_workspace_size(const tessera_ffn* ffn, int64_t rows) {
+  if (!ffn) {
+    tessera::detail::fail(Status::invalid_argument, "ffn is NULL");
+    return 0;
+  }
+  return ffn->layer.workspace_size(rows);
+}
+
+tessera_status tessera_ffn_forward(const tessera_ffn* ffn, int64_t rows, const float* x,
+                                   int64_t ldx, float beta, float* y, int64_t ldy, void* workspace,
+                                   size_t workspace_bytes) {
+  if (!ffn) return to_c(tessera::detail::fail(Status::invalid_argument, "ffn is NULL"));
+  return guarded(
+      [&] { return ffn->layer.forward(rows, x, ldx, beta, y, ldy, workspace, workspace_bytes); });
+}
+
 }  // extern "C"

@@ -51,7 +51,11 @@ constexpr const char* kFamilyNames[] = {"gemm_packed",
                                         "rope_angles_neox",
                                         "rope_angles_gptj",
                                         "rope_rotate_neox",
-                                        "rope_rotate_gptj"};
+                                        "rope_rotate_gptj",
+                                        "norm_rms",
+                                        "norm_layer",
+                                        "act_silu",
+                                        "act_gelu_tanh"};
 static_assert(sizeof(kFamilyNames) / sizeof(*kFamilyNames) == size_t(KernelFamily::count));
 
 struct Adder {
@@ -229,6 +233,12 @@ struct Adder {
                reinterpret_cast<const void*>(r.rotate[0]));
     conversion(KernelFamily::rope_rotate_gptj, "rope_rotate_gptj",
                reinterpret_cast<const void*>(r.rotate[1]));
+    const arch::NormActKernels& na = t.norm_act;
+    conversion(KernelFamily::norm_rms, "norm_rms", reinterpret_cast<const void*>(na.rms));
+    conversion(KernelFamily::norm_layer, "norm_layer", reinterpret_cast<const void*>(na.layer));
+    conversion(KernelFamily::act_silu, "act_silu", reinterpret_cast<const void*>(na.act[0]));
+    conversion(KernelFamily::act_gelu_tanh, "act_gelu_tanh",
+               reinterpret_cast<const void*>(na.act[1]));
   }
 };
 

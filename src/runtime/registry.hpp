@@ -57,6 +57,10 @@ enum class KernelFamily : uint8_t {
   rope_angles_gptj,         // RopeKernels::angles[1]: the same, pairs interleaved
   rope_rotate_neox,         // RopeKernels::rotate[0]: a token's heads turned, halves paired
   rope_rotate_gptj,         // RopeKernels::rotate[1]: neighbours paired
+  norm_rms,                 // NormActKernels::rms: RMSNorm of a row, after the residual add
+  norm_layer,               // NormActKernels::layer: LayerNorm of a row, the same
+  act_silu,                 // NormActKernels::act[0]: SiLU, times the up row (SwiGLU)
+  act_gelu_tanh,            // NormActKernels::act[1]: GELU's tanh form, times up (GeGLU)
   count
 };
 const char* family_name(KernelFamily f);
