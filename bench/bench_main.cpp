@@ -123,6 +123,7 @@ void register_paged();
 void register_gemm_ex();
 void register_quant_gemm();
 void register_decode_stack();
+void register_model();
 
 // The CPU's name as the kernel reports it (x86 "model name"; ARM "CPU part" and implementer).
 std::string cpu_model() {
@@ -185,6 +186,7 @@ int main(int argc, char** argv) {
   bench::register_gemm_ex();
   bench::register_quant_gemm();
   bench::register_decode_stack();
+  bench::register_model();
   bench::register_exp();
   bench::register_convert();
   bench::register_softmax();
