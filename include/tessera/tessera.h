@@ -578,7 +578,12 @@ TESSERA_API tessera_status tessera_mha_layer_forward(const tessera_mha_layer* la
 
 /* ---- a decoder block: norms, activations, prepared linear and feed-forward layers ------------ */
 
-typedef enum tessera_norm_kind { TESSERA_NORM_RMS = 0, TESSERA_NORM_LAYER = 1 } tessera_norm_kind;
+typedef enum tessera_norm_kind {
+  TESSERA_NORM_RMS = 0,
+  TESSERA_NORM_LAYER = 1,
+  TESSERA_NORM_KIND_MIN_ENUM = -0x7FFFFFFF - 1,
+  TESSERA_NORM_KIND_MAX_ENUM = 0x7FFFFFFF
+} tessera_norm_kind;
 /* Each of `rows` rows of dim values: where residual is given, x += residual first (float32 adds,
  * the sums written to x: a block's h = x + attention(x) and its normalisation in one pass); then
  * y = (x - m) s gain + bias with, for RMS, m = 0 and s = 1 / sqrt(mean(x^2) + eps) (RMSNorm),
@@ -595,7 +600,9 @@ TESSERA_API tessera_status tessera_norm(tessera_norm_kind kind, int64_t rows, in
 
 typedef enum tessera_activation {
   TESSERA_ACT_SILU = 0,     /* g / (1 + e^-g): SwiGLU with up */
-  TESSERA_ACT_GELU_TANH = 1 /* 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))): GeGLU */
+  TESSERA_ACT_GELU_TANH = 1, /* 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))): GeGLU */
+  TESSERA_ACTIVATION_MIN_ENUM = -0x7FFFFFFF - 1,
+  TESSERA_ACTIVATION_MAX_ENUM = 0x7FFFFFFF
 } tessera_activation;
 /* y = f(gate) up per element (up NULL: f(gate)), `rows` rows of dim values. y may be gate or up
  * itself (equal ld); no other overlap. SiLU within 8 2^-24 |y|; GELU within 8 2^-24 |y| +
