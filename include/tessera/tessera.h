@@ -599,7 +599,7 @@ TESSERA_API tessera_status tessera_norm(tessera_norm_kind kind, int64_t rows, in
                                         int64_t ldy);
 
 typedef enum tessera_activation {
-  TESSERA_ACT_SILU = 0,     /* g / (1 + e^-g): SwiGLU with up */
+  TESSERA_ACT_SILU = 0,      /* g / (1 + e^-g): SwiGLU with up */
   TESSERA_ACT_GELU_TANH = 1, /* 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))): GeGLU */
   TESSERA_ACTIVATION_MIN_ENUM = -0x7FFFFFFF - 1,
   TESSERA_ACTIVATION_MAX_ENUM = 0x7FFFFFFF
