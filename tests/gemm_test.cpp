@@ -282,11 +282,30 @@ TEST_P(Gemm, SmallProductsSplitAcrossThreads) {
 // beta = 0 over a poisoned C and beta = 0.3 with alpha = -0.5, padded leading dimensions; A^T
 // (never fetched ahead) alongside.
 TEST_P(Gemm, NarrowProductsStreamingA) {
+  // Rows just past the active row's bound, and a partial row tile (the bound is a cache's size:
+  // 8 MB on x86, 0.5-2 MB on the ARM rows).
+  const double bound = tessera::detail::active_tuning().a_stream_bytes;
+  auto rows_past = [&](int64_t k) { return int64_t(bound / (4.0 * double(k))) + 5; };
   // On 1 thread against the reference, then on 2 bit for bit against that.
   tbb::task_arena(1).execute([&] {
-    GemmTester().m(1925).n(64).k(1100).also_threads(2).test();
-    GemmTester().m(1925).n(40).k(1100).alpha(-0.5f).beta(0.3f).pad(3).also_threads(2).test();
-    GemmTester().m(1030).n(64).k(2050).ta(Transpose::trans).beta(0.3f).also_threads(2).test();
+    GemmTester().m(rows_past(1100)).n(64).k(1100).also_threads(2).test();
+    GemmTester()
+        .m(rows_past(1100))
+        .n(40)
+        .k(1100)
+        .alpha(-0.5f)
+        .beta(0.3f)
+        .pad(3)
+        .also_threads(2)
+        .test();
+    GemmTester()
+        .m(rows_past(2050))
+        .n(64)
+        .k(2050)
+        .ta(Transpose::trans)
+        .beta(0.3f)
+        .also_threads(2)
+        .test();
   });
 }
 

@@ -2,9 +2,11 @@
 // rows, on every kernel table.
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
+#include "src/runtime/tuning.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/softmax.hpp"
 #include "test_util.hpp"
@@ -201,10 +203,16 @@ TEST_P(Softmax, ChunkedRowsSpecialChunksInPlace) {
   }
 }
 
-// Outputs of 32 MB and more are written with streaming stores from a scratch row: the same
-// numbers, in place too, and special rows still rewritten.
+// The active row's streaming-store bound (a cache's size: 32 MB on x86, 1-4 MB on the ARM rows)
+// in floats, so that a test sized to it stays short under qemu.
+int64_t stream_floats() {
+  return int64_t(tessera::detail::active_tuning().softmax_stream_bytes / 4);
+}
+
+// Outputs from the streaming-store bound on are written with streaming stores from a scratch
+// row: the same numbers, in place too, and special rows still rewritten.
 TEST_P(Softmax, LargeOutputStreamedLikeTheRest) {
-  const int64_t rows = 2048, cols = 4096;
+  const int64_t cols = 4096, rows = std::max<int64_t>(stream_floats() / cols, 8);
   auto x = tt::random_vec(size_t(rows * cols), 29, -20.0f, 20.0f);
   for (int64_t j = 0; j < cols; ++j) x[size_t(5 * cols + j)] = -tt::kInf;
   x[size_t(6 * cols + 3)] = tt::kNaN;
@@ -222,14 +230,14 @@ TEST_P(Softmax, LargeOutputStreamedLikeTheRest) {
   EXPECT_EQ(x[size_t(7 * cols + 100)], 1.0f);
 }
 
-// Short rows with an output of 32 MB or more: the register rows write y with streaming stores
-// where it is aligned to the vector. Every row must come out as the same rows written to cache
-// (a call under the threshold), special rows included. 16 columns are register rows on every
-// ISA, 128 on AVX-512.
+// Short rows with an output at the streaming-store bound: the register rows write y with
+// streaming stores where it is aligned to the vector. Every row must come out as the same rows
+// written to cache (a call under the threshold), special rows included. 16 columns are register
+// rows on every ISA, 128 on AVX-512.
 TEST_P(Softmax, LargeShortRowsStreamedLikeTheRest) {
   for (int64_t cols : {16, 128}) {
     SCOPED_TRACE(cols);
-    const int64_t rows = (int64_t(32) << 20) / (cols * 4);
+    const int64_t rows = stream_floats() / cols;
     const size_t n = size_t(rows * cols);
     auto x = tt::random_vec(n, 31, -20.0f, 20.0f);
     for (int64_t j = 0; j < cols; ++j) x[size_t(cols + j)] = -tt::kInf;
