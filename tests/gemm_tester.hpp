@@ -158,17 +158,25 @@ class GemmTester {
     }
 
     const float eps = std::numeric_limits<float>::epsilon();
-    for (int64_t t = 0; t < batch_; ++t)
+    // |A| and |B|^T as rows of doubles, so that each element's sum |A B| is a contiguous dot
+    // (the products are exact in double either way; the transposes' strides in the inner loop
+    // made this loop the tester's time under qemu).
+    std::vector<double> abs_a(size_t(m_ * k_)), abs_bt(size_t(n_ * k_));
+    for (int64_t t = 0; t < batch_; ++t) {
+      for (int64_t i = 0; i < m_; ++i)
+        for (int64_t p = 0; p < k_; ++p)
+          abs_a[size_t(i * k_ + p)] = std::fabs(
+              ta_ == Transpose::no_trans ? a[t * sa + i * lda + p] : a[t * sa + p * lda + i]);
+      for (int64_t j = 0; j < n_; ++j)
+        for (int64_t p = 0; p < k_; ++p)
+          abs_bt[size_t(j * k_ + p)] = std::fabs(
+              tb_ == Transpose::no_trans ? b[t * sb + p * ldb + j] : b[t * sb + j * ldb + p]);
       for (int64_t i = 0; i < m_; ++i) {
         for (int64_t j = 0; j < n_; ++j) {
           double abs_sum = 0.0;
-          for (int64_t p = 0; p < k_; ++p) {
-            const float aip =
-                ta_ == Transpose::no_trans ? a[t * sa + i * lda + p] : a[t * sa + p * lda + i];
-            const float bpj =
-                tb_ == Transpose::no_trans ? b[t * sb + p * ldb + j] : b[t * sb + j * ldb + p];
-            abs_sum += std::fabs(double(aip) * bpj);
-          }
+          const double* ai = abs_a.data() + i * k_;
+          const double* bj = abs_bt.data() + j * k_;
+          for (int64_t p = 0; p < k_; ++p) abs_sum += ai[p] * bj[p];
           const double c0 = beta_ == 0.0f ? 0.0 : std::fabs(c[t * sc + i * ldc + j]);
           const double tol = 2.0 * std::sqrt(double(std::max<int64_t>(k_, 1))) * eps *
                                  (std::fabs(alpha_) * abs_sum + std::fabs(beta_) * c0) +
@@ -181,6 +189,7 @@ class GemmTester {
         for (int64_t j = n_; j < ldc && i * ldc + j < sc; ++j)
           ASSERT_EQ(out[t * sc + i * ldc + j], kGuard) << "wrote past n at " << where(t, i, j);
       }
+    }
     for (int64_t t = 0; t < batch_; ++t)
       for (int64_t i = m_ * ldc; i < sc; ++i)
         ASSERT_EQ(out[t * sc + i], kGuard) << "wrote past the last row of batch " << t;

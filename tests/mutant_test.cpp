@@ -525,6 +525,7 @@ TEST(Mutants, EverySoftmaxKernelsTesterRejectsItsMutant) {
       tessera::detail::exchange_active_table_for_testing(previous);
       std::printf("mutant %-44s %-11s %-34s by %-22s %s (%d failures)\n", tm.family, isa.c_str(),
                   tm.defect, tm.tester_name, n > 0 ? "rejected" : "NOT REJECTED", n);
+      std::fflush(stdout);
       EXPECT_GT(n, 0) << isa << " " << tm.family << ": " << tm.tester_name
                       << " passed the mutant that " << tm.defect;
     }
