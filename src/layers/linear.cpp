@@ -6,6 +6,7 @@
 
 #include "runtime/check.hpp"
 #include "runtime/dispatch.hpp"
+#include "runtime/scratch.hpp"
 #include "runtime/threading.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/layers.hpp"
@@ -80,7 +81,7 @@ Status Linear::init(const LinearDesc& d) {
       return detail::fail(Status::invalid_argument, "desc: the weight cannot be packed");
     const size_t bias_bytes = d.bias ? size_t(d.out_features) * sizeof(float) : 0;
     auto* impl = new (std::nothrow) Impl;
-    if (impl) impl->packed = std::aligned_alloc(kAlign, round_up(bytes) + round_up(bias_bytes));
+    if (impl) impl->packed = detail::allocate_long_lived(round_up(bytes) + round_up(bias_bytes));
     if (!impl || !impl->packed) {
       delete impl;
       return detail::fail(Status::out_of_memory, "linear: cannot allocate %zu bytes", bytes);

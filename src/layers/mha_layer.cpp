@@ -6,11 +6,12 @@
 
 #include "layers/mha.hpp"
 #include "runtime/dispatch.hpp"
+#include "runtime/scratch.hpp"
 #include "tessera/gemm.hpp"
 
 namespace tessera {
 
-// One 64-byte aligned block holding the packed weights and the biases.
+// One block (allocate_long_lived: huge pages from 2 MB) holding the packed weights and biases.
 struct MhaLayer::Impl {
   MhaDesc dims{};               // the layer fields of the desc it was created from
   const char* table = nullptr;  // the kernel table its weights were packed for
@@ -153,7 +154,7 @@ Status MhaLayer::init(const MhaDesc& desc) {
   const int64_t bias_len[4] = {c.qd, c.kd, c.vd, d.out_dim};
   for (int i = 0; i < 4; ++i)
     if (biases[i]) total += round_up(size_t(bias_len[i]) * sizeof(float));
-  impl->block = std::aligned_alloc(kAlign, round_up(total));
+  impl->block = detail::allocate_long_lived(round_up(total));
   if (!impl->block) {
     delete impl;
     return detail::fail(Status::out_of_memory, "layer: cannot allocate %zu bytes", total);

@@ -59,6 +59,17 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
+void* allocate_long_lived(size_t bytes) {
+  const size_t align = bytes >= kHugePage ? kHugePage : 64;
+  if (bytes > SIZE_MAX - align) return nullptr;
+  const size_t rounded = round_up(bytes, align);
+  void* p = std::aligned_alloc(align, rounded);
+#ifdef MADV_HUGEPAGE
+  if (p && align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: may be refused
+#endif
+  return p;
+}
+
 float* Scratch::grow(size_t floats) {
   if (ws_) {
     // Carved from the top of the workspace; the buffer that is on top grows in place.
@@ -75,17 +86,13 @@ float* Scratch::grow(size_t floats) {
     capacity_ = bytes / sizeof(float);
     return data_;
   }
-  // Buffers of 2 MB and more (a packed B block) are 2 MB aligned and asked for as huge pages:
-  // packing scatters each source row over every panel of the block, one 4 KB page per panel,
-  // and under virtualisation each TLB miss is a two-level page walk.
-  const size_t align = floats * sizeof(float) >= kHugePage ? kHugePage : 64;
-  if (floats > (SIZE_MAX - align) / sizeof(float)) return nullptr;
-  const size_t bytes = round_up(floats * sizeof(float), align);
-  void* p = std::aligned_alloc(align, bytes);
+  // Buffers of 2 MB and more (a packed B block) in huge pages: packing scatters each source
+  // row over every panel of the block, one 4 KB page per panel.
+  if (floats > (SIZE_MAX - kHugePage) / sizeof(float)) return nullptr;
+  const size_t want = round_up(floats * sizeof(float), 64);
+  const size_t bytes = round_up(want, want >= kHugePage ? kHugePage : 64);  // as allocated
+  void* p = allocate_long_lived(bytes);
   if (!p) return nullptr;
-#ifdef MADV_HUGEPAGE
-  if (align == kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: may be refused
-#endif
   release();
   data_ = static_cast<float*>(p);
   capacity_ = bytes / sizeof(float);

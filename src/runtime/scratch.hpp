@@ -93,6 +93,12 @@ class Slices {
 // it can run at once, and one more.
 int slices_for_arena();
 
+// Memory that outlives a call (a prepared layer's packed weights), freed with std::free: from
+// 2 MB on, 2 MB aligned and advised as huge pages (a decode step streams every byte of it once,
+// and each 4 KB page is a TLB miss, a two-level walk under virtualisation); 64-byte aligned
+// below. Null when the allocation fails.
+void* allocate_long_lived(size_t bytes);
+
 // Bytes of scratch held over all threads, and freeing all of it (tessera_release_scratch):
 // release waits for the calls in flight, and calls wait while it runs.
 size_t scratch_bytes();
