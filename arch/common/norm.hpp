@@ -53,9 +53,10 @@ inline void store_tail(xsimd::batch<float, Arch> v, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = buf[i];
 }
 
-// x += r (where r is given), and the sum over the lanes of (x - centre)^2.
-template <class Arch>
-inline float add_and_square(int64_t n, float* x, const float* r, float centre) {
+// x += r (where r is given), and the sum over the lanes of (x - centre)^2, or of x where
+// Square is false (LayerNorm's mean, in the same pass as its residual add).
+template <class Arch, bool Square = true>
+inline float add_and_sum(int64_t n, float* x, const float* r, float centre) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   B acc(0.0f);
@@ -67,17 +68,26 @@ inline float add_and_square(int64_t n, float* x, const float* r, float centre) {
       v = v + B::load_unaligned(r + i);
       v.store_unaligned(x + i);
     }
-    const B d = v - c;
-    acc = fmadd(d, d, acc);
+    if constexpr (Square) {
+      const B d = v - c;
+      acc = fmadd(d, d, acc);
+    } else {
+      acc = acc + v;
+    }
   }
   if (i < n) {
-    B v = tail<Arch>(x + i, n - i, centre);
+    // (missing lanes: centre, whose square term is 0; 0 for the plain sum)
+    B v = tail<Arch>(x + i, n - i, Square ? centre : 0.0f);
     if (r) {
       v = v + tail<Arch>(r + i, n - i, 0.0f);
       store_tail<Arch>(v, n - i, x + i);
     }
-    const B d = v - c;
-    acc = fmadd(d, d, acc);
+    if constexpr (Square) {
+      const B d = v - c;
+      acc = fmadd(d, d, acc);
+    } else {
+      acc = acc + v;
+    }
   }
   return lanes::reduce<Arch>(acc, [](auto a, auto b) { return a + b; });
 }
@@ -102,17 +112,6 @@ inline void scale_row(int64_t n, const float* x, float centre, float s, const fl
 }
 
 template <class Arch>
-inline float sum_lanes(int64_t n, const float* x) {
-  using B = xsimd::batch<float, Arch>;
-  constexpr int64_t W = B::size;
-  B acc(0.0f);
-  int64_t i = 0;
-  for (; i + W <= n; i += W) acc = acc + B::load_unaligned(x + i);
-  if (i < n) acc = acc + tail<Arch>(x + i, n - i, 0.0f);
-  return lanes::reduce<Arch>(acc, [](auto a, auto b) { return a + b; });
-}
-
-template <class Arch>
 inline xsimd::batch<float, Arch> silu(xsimd::batch<float, Arch> g) {
   using B = xsimd::batch<float, Arch>;
   return g / (B(1.0f) + exp_vec<Arch>(-g));
@@ -130,7 +129,7 @@ inline xsimd::batch<float, Arch> gelu_tanh(xsimd::batch<float, Arch> g) {
 template <class Arch>
 void rms_norm_row(int64_t n, float* x, const float* r, const float* gain, const float* bias,
                   float eps, float* y) {
-  const float ss = norm_detail::add_and_square<Arch>(n, x, r, 0.0f);
+  const float ss = norm_detail::add_and_sum<Arch>(n, x, r, 0.0f);
   const float s = 1.0f / std::sqrt(ss / float(n) + eps);
   norm_detail::scale_row<Arch>(n, x, 0.0f, s, gain, bias, y);
 }
@@ -138,9 +137,8 @@ void rms_norm_row(int64_t n, float* x, const float* r, const float* gain, const 
 template <class Arch>
 void layer_norm_row(int64_t n, float* x, const float* r, const float* gain, const float* bias,
                     float eps, float* y) {
-  if (r) norm_detail::add_and_square<Arch>(n, x, r, 0.0f);  // (the sums only)
-  const float m = norm_detail::sum_lanes<Arch>(n, x) / float(n);
-  const float var = norm_detail::add_and_square<Arch>(n, x, nullptr, m) / float(n);
+  const float m = norm_detail::add_and_sum<Arch, false>(n, x, r, 0.0f) / float(n);
+  const float var = norm_detail::add_and_sum<Arch>(n, x, nullptr, m) / float(n);
   norm_detail::scale_row<Arch>(n, x, m, 1.0f / std::sqrt(var + eps), gain, bias, y);
 }
 
