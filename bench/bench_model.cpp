@@ -49,7 +49,7 @@ void register_row(tessera_dtype weights, const char* type, bool decode, int thre
       name.c_str(),
       [=](benchmark::State& state) {
         decoder::Model& m = *model_for(weights);
-        std::vector<float> buf(size_t(1) << 28, 1.0f);  // the read loop's 1 GiB
+        const decoder::ReadBuffer buf(size_t(1) << 28);  // the read loop's 1 GiB
         std::vector<double> tok_s, read_bps, ratio;
         // (one iteration: the untimed depth, then five rounds)
         run_in_arena(state, threads, [&] {
@@ -70,7 +70,7 @@ void register_row(tessera_dtype weights, const char* type, bool decode, int thre
               }
             });
             double sink = 0;
-            const double r = seconds_of([&] { sink = sum_over_threads(buf); });
+            const double r = seconds_of([&] { sink = sum_over_threads(buf.data(), buf.size()); });
             benchmark::DoNotOptimize(sink);
             const double tokens = double(decode ? kTokens : kPrompt);
             const double bytes = m.step_bytes(double(kDepth) + double(kTokens + 1) / 2.0);

@@ -133,9 +133,9 @@ void alternated_pairs(benchmark::State& state, int threads, P& f32, P& half) {
 }
 
 // One pass over x summing it, split over the calling arena's threads: the read ceiling.
-inline double sum_over_threads(const std::vector<float>& x) {
+inline double sum_over_threads(const float* x, size_t n) {
   return tbb::parallel_reduce(
-      tbb::blocked_range<int64_t>(0, int64_t(x.size()), 1 << 16), 0.0,
+      tbb::blocked_range<int64_t>(0, int64_t(n), 1 << 16), 0.0,
       [&](const tbb::blocked_range<int64_t>& r, double acc) {
         float s[8] = {};
         for (int64_t i = r.begin(); i + 8 <= r.end(); i += 8)
@@ -144,6 +144,9 @@ inline double sum_over_threads(const std::vector<float>& x) {
         return acc;
       },
       [](double a, double b) { return a + b; });
+}
+inline double sum_over_threads(const std::vector<float>& x) {
+  return sum_over_threads(x.data(), x.size());
 }
 
 inline void set_rates(benchmark::State& state, double flops, double bytes) {

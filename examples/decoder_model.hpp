@@ -14,7 +14,37 @@
 
 #include "tessera/tessera.h"
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 namespace decoder {
+
+// The read loop's buffer: floats set to 1, 2 MB aligned and advised as huge pages where the OS
+// gives them, as the library's prepared weights are (a buffer of 4 KB pages would measure the
+// TLB misses of a stream, which the weights no longer pay).
+class ReadBuffer {
+ public:
+  explicit ReadBuffer(size_t floats) {
+    const size_t huge = size_t(2) << 20, bytes = (floats * sizeof(float) + huge - 1) / huge * huge;
+    data_ = static_cast<float*>(std::aligned_alloc(huge, bytes));
+    if (!data_) return;
+#ifdef MADV_HUGEPAGE
+    madvise(data_, bytes, MADV_HUGEPAGE);  // advice only
+#endif
+    n_ = floats;
+    std::fill(data_, data_ + n_, 1.0f);
+  }
+  ~ReadBuffer() { std::free(data_); }
+  ReadBuffer(const ReadBuffer&) = delete;
+  ReadBuffer& operator=(const ReadBuffer&) = delete;
+  const float* data() const { return data_; }
+  size_t size() const { return n_; }  // 0 when the allocation failed
+
+ private:
+  float* data_ = nullptr;
+  size_t n_ = 0;
+};
 
 struct Shape {
   int64_t model = 256, layers = 2, heads = 8, kv_heads = 2, mlp = 512;
