@@ -155,8 +155,18 @@ void testers::additive_ops() {
             Status::ok);
   ref::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(), v.data(),
                           rctx.data(), rw.data());
+  EXPECT_LE(tt::rel_err(ctx, ctx2), 1e-6);
+  EXPECT_LE(tt::rel_err(w, w2), 1e-6);
   EXPECT_LE(tt::rel_err(ctx, rctx), 1e-5);
   EXPECT_LE(tt::rel_err(w, rw), 1e-5);
   EXPECT_LE(tt::rel_err(ctx2, rctx), 1e-5);
   EXPECT_LE(tt::rel_err(w2, rw), 1e-5);
+  double sum = 0;
+  for (float x : w) sum += x;
+  EXPECT_NEAR(sum, 1.0, 1e-5);
+  // weights may be NULL.
+  EXPECT_EQ(tessera::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
+                                        v.data(), ctx2.data(), nullptr),
+            Status::ok);
+  EXPECT_EQ(ctx, ctx2);
 }

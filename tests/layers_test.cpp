@@ -8,6 +8,7 @@
 #include "tessera/reference.hpp"
 #include "tessera/softmax.hpp"
 #include "test_util.hpp"
+#include "testers.hpp"
 
 namespace {
 
@@ -37,34 +38,8 @@ TEST_P(Layers, SeedBahdanauExample) {
   for (int c = 0; c < 16; ++c) EXPECT_NEAR(context[c], printed[c], 5e-6f) << c;
 }
 
-TEST_P(Layers, AdditiveSplitEqualsOneShotAndReference) {
-  const int64_t L = 37, E = 24, Dd = 18, A = 13;
-  const auto enc = tt::random_vec(L * E, 1), dec = tt::random_vec(Dd, 2);
-  const auto we = tt::random_vec(E * A, 3), wd = tt::random_vec(Dd * A, 4),
-             v = tt::random_vec(A, 5);
-  std::vector<float> ctx(E), w(L), ctx2(E), w2(L), keys(L * A), rctx(E), rw(L);
-  ASSERT_EQ(tessera::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
-                                        v.data(), ctx.data(), w.data()),
-            Status::ok);
-  ASSERT_EQ(tessera::additive_keys(L, E, A, enc.data(), we.data(), keys.data()), Status::ok);
-  ASSERT_EQ(tessera::additive_attention_step(L, E, Dd, A, enc.data(), keys.data(), dec.data(),
-                                             wd.data(), v.data(), ctx2.data(), w2.data()),
-            Status::ok);
-  tessera::reference::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
-                                         v.data(), rctx.data(), rw.data());
-  EXPECT_LE(tt::rel_err(ctx, ctx2), 1e-6);
-  EXPECT_LE(tt::rel_err(w, w2), 1e-6);
-  EXPECT_LE(tt::rel_err(ctx, rctx), 1e-5);
-  EXPECT_LE(tt::rel_err(w, rw), 1e-5);
-  double sum = 0;
-  for (float x : w) sum += x;
-  EXPECT_NEAR(sum, 1.0, 1e-5);
-  // weights may be NULL.
-  EXPECT_EQ(tessera::additive_attention(L, E, Dd, A, enc.data(), dec.data(), we.data(), wd.data(),
-                                        v.data(), ctx2.data(), nullptr),
-            Status::ok);
-  EXPECT_EQ(ctx, ctx2);
-}
+// The split and one-shot forms against each other and the reference (the mutants' tester).
+TEST_P(Layers, AdditiveSplitEqualsOneShotAndReference) { testers::additive_ops(); }
 
 // v = -inf against tanh values of both signs gives scores -inf, +inf and NaN: a NaN score makes
 // the state's context and weights NaN even beside a +inf score (which alone takes all the mass,

@@ -59,13 +59,17 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-void* allocate_long_lived(size_t bytes) {
+size_t long_lived_bytes(size_t bytes) {
   const size_t align = bytes >= kHugePage ? kHugePage : 64;
-  if (bytes > SIZE_MAX - align) return nullptr;
-  const size_t rounded = round_up(bytes, align);
-  void* p = std::aligned_alloc(align, rounded);
+  return bytes > SIZE_MAX - align ? 0 : round_up(bytes, align);
+}
+
+void* allocate_long_lived(size_t bytes) {
+  const size_t rounded = long_lived_bytes(bytes);
+  if (rounded == 0) return nullptr;
+  void* p = std::aligned_alloc(rounded >= kHugePage ? kHugePage : 64, rounded);
 #ifdef MADV_HUGEPAGE
-  if (p && align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: may be refused
+  if (p && rounded >= kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: may be refused
 #endif
   return p;
 }
@@ -89,8 +93,7 @@ float* Scratch::grow(size_t floats) {
   // Buffers of 2 MB and more (a packed B block) in huge pages: packing scatters each source
   // row over every panel of the block, one 4 KB page per panel.
   if (floats > (SIZE_MAX - kHugePage) / sizeof(float)) return nullptr;
-  const size_t want = round_up(floats * sizeof(float), 64);
-  const size_t bytes = round_up(want, want >= kHugePage ? kHugePage : 64);  // as allocated
+  const size_t bytes = long_lived_bytes(floats * sizeof(float));  // as allocated
   void* p = allocate_long_lived(bytes);
   if (!p) return nullptr;
   release();

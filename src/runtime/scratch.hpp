@@ -98,6 +98,8 @@ int slices_for_arena();
 // and each 4 KB page is a TLB miss, a two-level walk under virtualisation); 64-byte aligned
 // below. Null when the allocation fails.
 void* allocate_long_lived(size_t bytes);
+// The bytes allocate_long_lived(bytes) allocates (0 when they overflow).
+size_t long_lived_bytes(size_t bytes);
 
 // Bytes of scratch held over all threads, and freeing all of it (tessera_release_scratch):
 // release waits for the calls in flight, and calls wait while it runs.
