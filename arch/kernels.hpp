@@ -283,6 +283,9 @@ using QuantPvFn = void (*)(int64_t n, const float* p, int64_t ldp, const uint8_t
 // an integer GEMM tile (the table's QuantKernels::gemm_pack), against rows of A rounded to q8_0.
 // Row r's block b: 32 int8 at qs[r ld + 32 b], its scale d[r blocks + b] and start[r blocks + b] =
 // -off sum_i qs (off: the weights' offset in the panels, QuantKernels::gemm_offset).
+// Where the table sets QuantKernels::gemm_a_words, the R rows of a call are interleaved by 4-byte
+// words instead (ld unused): word w (values 4w..4w+3) of row r's block b at qs[32 R b + 4 (w R +
+// r)], d and start at [R b + r]. For R = 1 both layouts are the same.
 struct QGemmRows {
   const int8_t* qs;
   int64_t ld;
@@ -320,6 +323,9 @@ struct QuantKernels {
   // Bytes of k a column holds in turn within a group of its panel: 4 (vpdpbusd, sdot, the
   // vpmaddubsw tile: column c in lane c) or 8 (smmla: columns in pairs, 8 values each).
   int gemm_group = 4;
+  // A's rows interleaved by words (QGemmRows): a tile that broadcasts A's words then reads every
+  // row's from one pointer at fixed offsets, where row pointers took more registers than x86 has.
+  bool gemm_a_words = false;
   const char* gemm_name = "";
   QGemmFn gemm[2][kMaxMR + 1] = {};
   QGemmPackFn gemm_pack[2] = {};

@@ -51,11 +51,37 @@ struct Layout {
   int64_t nr, block_bytes;
   int32_t offset;
   int group;
+  bool a_words;
 };
 Layout layout_of(const KernelRow& row, int t) {
   const arch::QuantKernels& q = tessera::detail::find_table(row.table)->quant;
-  return {q.gemm_nr, q.gemm_block_bytes[t], q.gemm_offset[t], q.gemm_group};
+  return {q.gemm_nr, q.gemm_block_bytes[t], q.gemm_offset[t], q.gemm_group, q.gemm_a_words};
 }
+
+// A's rows as the tile reads them (QGemmRows): in place, or copied word-interleaved.
+struct TileRows {
+  std::vector<int8_t> qs;
+  std::vector<float> d;
+  std::vector<int32_t> start;
+  arch::QGemmRows a;
+  TileRows(const Layout& l, int R, int64_t blocks, const std::vector<int8_t>& q, int64_t lda,
+           const std::vector<float>& dq, const std::vector<int32_t>& st) {
+    if (!l.a_words) {
+      a = {q.data(), lda, dq.data(), st.data(), blocks};
+      return;
+    }
+    qs.resize(size_t(R * blocks * 32)), d.resize(dq.size()), start.resize(st.size());
+    for (int r = 0; r < R; ++r)
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int w = 0; w < 8; ++w)
+          std::memcpy(&qs[size_t(32 * R * b + 4 * (w * R + r))],
+                      &q[size_t(r * lda + 32 * b + 4 * w)], 4);
+        d[size_t(R * b + r)] = dq[size_t(r * blocks + b)];
+        start[size_t(R * b + r)] = st[size_t(r * blocks + b)];
+      }
+    a = {qs.data(), 0, d.data(), start.data(), blocks};
+  }
+};
 std::vector<uint8_t> spec_panel(int t, const Layout& l, int64_t cols, int64_t blocks,
                                 const uint8_t* b, int64_t ldb) {
   std::vector<uint8_t> out(size_t(blocks * l.block_bytes), 0);
@@ -132,8 +158,8 @@ void test_gemm(const KernelRow& row, int t) {
         for (int64_t j = 0; j < cols; ++j)
           c[size_t(r * ldc + j)] = beta != 0.0f ? float(int(gen() % 100) - 50) / 7 : NAN;
       c0 = c;
-      const arch::QGemmRows a{qs.data(), lda, d.data(), start.data(), blocks};
-      fn(a, panel.data(), c.data(), ldc, cols, alpha, beta);
+      const TileRows a(l, R, blocks, qs, lda, d, start);
+      fn(a.a, panel.data(), c.data(), ldc, cols, alpha, beta);
       int bad = 0;
       for (int r = 0; r <= R; ++r)
         for (int64_t j = 0; j < ldc; ++j) {

@@ -18,7 +18,7 @@ constexpr int kQGemmMr = 8;
 
 template <int... R>
 void fill_qgemm(QuantKernels& k, std::integer_sequence<int, R...>) {
-  k.gemm_mr = kQGemmMr, k.gemm_nr = kQGemmNr;
+  k.gemm_mr = kQGemmMr, k.gemm_nr = kQGemmNr, k.gemm_a_words = true;
   for (int t = 0; t < 2; ++t) k.gemm_block_bytes[t] = kQGemmBlockBytes[t];
   k.gemm_offset[0] = 128, k.gemm_offset[1] = 8;  // unsigned weights: q + 128, n = q + 8
   k.gemm_name = "vpdpbusd";

@@ -13,6 +13,8 @@
 //    is sum q k exactly: |q| <= 127, the offset values <= 255, 32 products within int32), then
 //    converted and scaled by dq dk (one float rounding each) into a float32 accumulator, blocks
 //    in order; alpha (and beta C) at the store. The same sum for a row whatever R.
+//  - A's R rows interleaved by words (QuantKernels::gemm_a_words, QGemmRows): with a pointer per
+//    row the 8-row tile spilled its row addresses and reloaded them from the stack every block.
 //  - Stateless, no allocation; reads the panel's blocks and A's rows only.
 //
 // Per block and 16 columns a row costs 8 vpdpbusd (A's 4 bytes broadcast from memory) and 3
@@ -83,17 +85,18 @@ void qgemm_vnni512(const QGemmRows& a, const uint8_t* panel, float* c, int64_t l
     const __m512 dk = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     __m512i is[kChains][R];
     for (int r = 0; r < R; ++r) {
-      is[0][r] = _mm512_set1_epi32(a.start[r * blocks + b]);
+      is[0][r] = _mm512_set1_epi32(a.start[b * R + r]);
       if constexpr (kChains == 2) is[1][r] = _mm512_setzero_si512();
     }
-    const int8_t* q = a.qs + b * kQBlock;
+    // Word g of row r at q + 4 (g R + r): one pointer for every row.
+    const int8_t* q = a.qs + b * kQBlock * R;
     if constexpr (T == 0) {
 #pragma GCC unroll 8
       for (int g = 0; g < 8; ++g) {
         const __m512i w = _mm512_loadu_si512(p + 32 + 64 * g);
         for (int r = 0; r < R; ++r)
           is[g % kChains][r] =
-              _mm512_dpbusd_epi32(is[g % kChains][r], w, bcast4(q + r * a.ld + 4 * g));
+              _mm512_dpbusd_epi32(is[g % kChains][r], w, bcast4(q + 4 * (g * R + r)));
       }
     } else {
 #pragma GCC unroll 4
@@ -102,16 +105,16 @@ void qgemm_vnni512(const QGemmRows& a, const uint8_t* panel, float* c, int64_t l
         const __m512i lo = _mm512_and_si512(raw, nib);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib);
         for (int r = 0; r < R; ++r) {
-          is[0][r] = _mm512_dpbusd_epi32(is[0][r], lo, bcast4(q + r * a.ld + 4 * g));
+          is[0][r] = _mm512_dpbusd_epi32(is[0][r], lo, bcast4(q + 4 * (g * R + r)));
           is[kChains - 1][r] =
-              _mm512_dpbusd_epi32(is[kChains - 1][r], hi, bcast4(q + r * a.ld + 16 + 4 * g));
+              _mm512_dpbusd_epi32(is[kChains - 1][r], hi, bcast4(q + 4 * ((g + 4) * R + r)));
         }
       }
     }
     for (int r = 0; r < R; ++r) {
       const __m512i sum = kChains == 2 ? _mm512_add_epi32(is[0][r], is[kChains - 1][r]) : is[0][r];
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
-                               _mm512_mul_ps(dk, _mm512_set1_ps(a.d[r * blocks + b])), acc[r]);
+                               _mm512_mul_ps(dk, _mm512_set1_ps(a.d[b * R + r])), acc[r]);
     }
   }
   const __mmask16 m = cols >= kQGemmNr ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);

@@ -30,7 +30,8 @@ void scale_c(const QuantGemm& q) {
 }
 
 // A's rows as QuantRows: qs (m x k int8), the scales (m x k / 32 floats) and, for the packed
-// tile, each block's start -off sum q (int32), in one buffer.
+// tile, each block's start -off sum q (int32), in one buffer; for a tile that reads A's rows
+// interleaved by words (QuantKernels::gemm_a_words), each tile's rows are so interleaved.
 struct QuantizedA {
   int8_t* qs;
   float* d;
@@ -38,6 +39,35 @@ struct QuantizedA {
 };
 
 constexpr int64_t kQuantizeRowsPerTask = 32;
+
+// Row i of A into the word-interleaved layout of its tile call (QGemmRows): the tiles of
+// packed_gemm's tasks, gemm_mr rows from the start of each task's plan.rows, the last fewer.
+// Rounded a slice of k at a time through a buffer on the stack (each block is rounded alone).
+void quantize_row_words(const arch::KernelTable& kt, const QuantGemm& q, const QuantGemmPlan& plan,
+                        int32_t off, const float* x, int64_t i, const QuantizedA& out) {
+  const int64_t MR = kt.quant.gemm_mr, blocks = q.k / kBlockValues;
+  const int64_t task0 = i / plan.rows * plan.rows, task1 = std::min(q.m, task0 + plan.rows);
+  const int64_t tile = task0 + (i - task0) / MR * MR, R = std::min(MR, task1 - tile), r = i - tile;
+  int8_t* qs = out.qs + tile * q.k;
+  float* d = out.d + tile * blocks;
+  int32_t* start = out.start + tile * blocks;
+  constexpr int64_t kSlice = 16;  // blocks
+  int8_t row[kSlice * kBlockValues];
+  float scales[kSlice];
+  for (int64_t b0 = 0; b0 < blocks; b0 += kSlice) {
+    const int64_t nb = std::min(kSlice, blocks - b0);
+    kt.quant.quantize_rows(1, nb * kBlockValues, x + b0 * kBlockValues, q.k, row, scales);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int8_t* v = row + b * kBlockValues;
+      int32_t sum = 0;
+      for (int e = 0; e < kBlockValues; ++e) sum += v[e];
+      for (int w = 0; w < kBlockValues / 4; ++w)
+        std::memcpy(qs + (b0 + b) * kBlockValues * R + 4 * (w * R + r), v + 4 * w, 4);
+      d[(b0 + b) * R + r] = scales[b];
+      start[(b0 + b) * R + r] = -off * sum;
+    }
+  }
+}
 
 Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGemmPlan& plan,
                   QuantizedA& out) {
@@ -61,6 +91,10 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
     a = t, lda = q.k;
   }
   const auto rows = [&](int64_t i0, int64_t i1) {
+    if (plan.packed && kt.quant.gemm_a_words) {
+      for (int64_t i = i0; i < i1; ++i) quantize_row_words(kt, q, plan, off, a + i * lda, i, out);
+      return;
+    }
     kt.quant.quantize_rows(i1 - i0, q.k, a + i0 * lda, lda, out.qs + i0 * q.k, out.d + i0 * blocks);
     if (out.start == nullptr) return;
     for (int64_t x = i0 * blocks; x < i1 * blocks; ++x) {
