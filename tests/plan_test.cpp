@@ -248,6 +248,35 @@ TEST(AttentionPlan, GoldenPlansForEveryTableAndClass) {
   EXPECT_EQ(diffs, 0) << "plans differ from " << path;
 }
 
+// Decode takes every head of a chunk in turn exactly where a page holds the KV heads side by
+// side ([page][head][row] or [page][row][head]); contiguous K/V and a head-major pool keep the
+// head-by-head order.
+TEST(AttentionPlan, HeadsInnerWherePagesHoldTheHeadsSideBySide) {
+  const int32_t table[64] = {};
+  struct Layout {
+    const char* name;
+    int64_t page, head, row;  // strides in values; page 0: not paged
+    bool inner;
+  };
+  const int64_t P = 64, H = 8, D = 128, pages = 64;
+  const Layout layouts[] = {{"contiguous", 0, 4096 * D, D, false},
+                            {"[page][head][row]", H * P * D, P * D, D, true},
+                            {"[page][row][head]", P * H * D, D, H * D, true},
+                            {"[head][page][row]", P * D, pages * P * D, D, false}};
+  for (const Layout& l : layouts) {
+    tessera_attention_desc d{};
+    ASSERT_EQ(tessera_attention_desc_init(&d, 1, 32, H, 1, 4096, D, D), TESSERA_OK);
+    if (l.page) {
+      d.block_table = table, d.block_table_stride = pages, d.page_size = P, d.num_pages = pages;
+      for (int64_t* st : {d.k_stride, d.v_stride}) st[0] = l.page, st[1] = l.head, st[2] = l.row;
+    }
+    const detail::AttentionPlan p =
+        detail::plan_attention(d, 4, 14, detail::tuning_row(CpuClass::x86_zen4), 2);
+    ASSERT_EQ(p.path, detail::AttentionPath::decode_split_kv) << l.name;
+    EXPECT_EQ(p.heads_inner, l.inner) << l.name;
+  }
+}
+
 // Each block of a prefill plan is a whole number of MR panels where the group allows, and the
 // blocks cover the queries; a split plan's chunks cover the keys.
 TEST(AttentionPlan, BlocksAndChunksCoverTheProblem) {

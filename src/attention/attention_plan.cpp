@@ -25,6 +25,11 @@ AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int
     plan.prefetch_kv = rows * double(tessera_dtype_size(d.k_type, d.head_dim) +
                                      tessera_dtype_size(d.v_type, d.value_dim)) >
                        tn.attention_stream_kv_bytes;
+    // Heads side by side within a page (a pool laid out [page][head][row] or [page][row][head]);
+    // a sequence's pages in a pool laid out head-major keep the head-by-head order, in which a
+    // head's chunks follow one another.
+    plan.heads_inner =
+        d.block_table != nullptr && d.k_stride[1] < d.k_stride[0] && d.v_stride[1] < d.v_stride[0];
     return plan;
   }
   plan.rule = "prefill-key-tiles";

@@ -27,6 +27,11 @@ struct AttentionPlan {
   // decode_split_kv: K and V come from memory (past the tuning row's attention_stream_kv_bytes),
   // so the key loop prefetches each next block's rows.
   bool prefetch_kv = false;
+  // decode_split_kv: the tasks run chunk by chunk, every (batch, kv head) of a chunk in turn,
+  // rather than head by head: where a page holds its KV heads side by side, consecutive tasks
+  // then read neighbouring memory (the hardware prefetcher's run past one head's rows is the
+  // next head's), where head by head read each page's rows of one head among seven others'.
+  bool heads_inner = false;
 };
 
 // group: query heads per kv head; mr: the rows of the table's GEMM tile.

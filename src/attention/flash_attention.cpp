@@ -117,7 +117,9 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
                       task_body(fj,
                                 [&](const tbb::blocked_range<int64_t>& r) {
                                   for (int64_t t = r.begin(); t < r.end(); ++t) {
-                                    const int64_t unit = t / chunks, c = t % chunks;
+                                    const bool inner = plan.heads_inner;
+                                    const int64_t unit = inner ? t % units : t / chunks;
+                                    const int64_t c = inner ? t / units : t % chunks;
                                     const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
                                     const Slices::Lease slice(pool);
                                     TileState st;
@@ -125,7 +127,7 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
                                     stage_queries(d, g, kt, q, b, hk, 0, d.q_len, st);
                                     key_loop(g, kt, b, hk, 0, d.q_len, c * chunk,
                                              std::min(d.kv_len, (c + 1) * chunk), k, v, st);
-                                    float* out = partial + t * stride;
+                                    float* out = partial + (unit * chunks + c) * stride;
                                     for (int64_t i = 0; i < rows; ++i) {
                                       out[i * (2 + Dv)] = st.m[i];
                                       out[i * (2 + Dv) + 1] = st.l[i];
