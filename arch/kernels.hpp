@@ -261,6 +261,12 @@ struct SoftmaxKernels {
 // quant.hpp: the block types q8_0 and q4_0 (contract there). Index t: 0 q8_0, 1 q4_0.
 inline constexpr int kQBlock = 32;  // values per block
 inline constexpr int kQBlockBytes[2] = {34, 18};
+// The rows after a call's n rows, for its prefetches only: row n + i at at + i ld, i < rows (the
+// next page's first rows, or the next tile's); rows = 0: none (the sequence ends there).
+struct NextRows {
+  const uint8_t* at = nullptr;
+  int64_t rows = 0;
+};
 // Query rows rounded to q8_0 for the integer dot kernels: row r, block b has its 32 int8 at
 // qs[r ld + 32 b] and its scale (the f16-rounded one, widened) at d[r blocks + b].
 struct QuantRows {
@@ -270,15 +276,17 @@ struct QuantRows {
   // K comes from memory (decode past the last-level cache): a kernel that prefetches its rows
   // ahead fetches them into L2 rather than L1. A hint: the results do not depend on it.
   bool streamed = false;
+  NextRows next{};  // K's rows after the call's (prefetched only)
 };
 // S[r][j] = alpha sum_b dq[r][b] dk[j][b] sum_i q[r][32 b + i] k[j][32 b + i] for r < R rows
 // (the table's index) and j < n keys, K's rows of `blocks` blocks ldk bytes apart.
 using QuantDotFn = void (*)(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n, float* s,
                             int64_t lds, float alpha);
 // O[r][0:32 blocks] += sum_j<n p[r][j] V[j] for r < R rows, V's rows of `blocks` blocks ldv
-// bytes apart dequantized in registers (p rows ldp apart, O rows ldo apart).
+// bytes apart dequantized in registers (p rows ldp apart, O rows ldo apart); next: V's rows after
+// the call's (prefetched only).
 using QuantPvFn = void (*)(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv,
-                           int64_t blocks, float* o, int64_t ldo);
+                           int64_t blocks, float* o, int64_t ldo, NextRows next);
 // qgemm_vnni512.hpp, qgemm_avx2.hpp, qgemm_sdot.hpp, qgemm_smmla.hpp: block-type weights packed for
 // an integer GEMM tile (the table's QuantKernels::gemm_pack), against rows of A rounded to q8_0.
 // Row r's block b: 32 int8 at qs[r ld + 32 b], its scale d[r blocks + b] and start[r blocks + b] =

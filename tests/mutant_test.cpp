@@ -91,8 +91,8 @@ struct QuantMutants {
     }
   }
   static void pv_short(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv,
-                       int64_t blocks, float* o, int64_t ldo) {
-    pv(n > 0 ? n - 1 : n, p, ldp, v, ldv, blocks, o, ldo);
+                       int64_t blocks, float* o, int64_t ldo, arch::NextRows next) {
+    pv(n > 0 ? n - 1 : n, p, ldp, v, ldv, blocks, o, ldo, next);
   }
   static void quantize_last(int64_t n, const float* x, uint8_t* y, int bytes) {
     quantize(n, x, y);
@@ -435,7 +435,7 @@ struct QuantTable {
     dot[T][R](q, k, ldk, n, s, lds, alpha * (1.0f + 0x1p-10f));
   }
   static void pv_nothing(int64_t, const float*, int64_t, const uint8_t*, int64_t, int64_t, float*,
-                         int64_t) {}
+                         int64_t, arch::NextRows) {}
   static void wrap_pvs(arch::QuantKernels& q) {
     for (auto& row : q.pv)
       for (auto& fn : row) fn = pv_nothing;

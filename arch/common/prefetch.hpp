@@ -50,5 +50,20 @@ TESSERA_ALWAYS_INLINE void prefetch_rows_ahead(const void* base, int64_t first, 
     }
 }
 
+// Bytes [0, len) of rows [first, first + rows) of a call's n rows, ld bytes apart: those under n
+// from base, those from n on from `next` (next_rows of them, none past that): past a call's last
+// row may lie another page, whose rows its caller names.
+template <int kLocality>
+TESSERA_ALWAYS_INLINE void prefetch_call_rows(const void* base, int64_t first, int64_t rows,
+                                              int64_t n, const void* next, int64_t next_rows,
+                                              int64_t ld, int64_t len) {
+  const int64_t in = first < n ? (rows < n - first ? rows : n - first) : 0;
+  prefetch_rows_ahead<kLocality>(base, first, in, ld, len);
+  const int64_t from = first + in - n, left = rows - in;
+  if (left > 0 && from < next_rows)
+    prefetch_rows_ahead<kLocality>(next, from, left < next_rows - from ? left : next_rows - from,
+                                   ld, len);
+}
+
 }  // namespace TESSERA_KERNEL_NS
 }  // namespace tessera::arch

@@ -18,10 +18,11 @@
 //    int8), the products of the scales and the block sums in float32, the blocks summed in an
 //    order the kernel fixes (the same for every key and row, wherever the key falls in the call).
 //    q.streamed (K from memory) may change where a kernel prefetches to, never what it returns.
-//  - pv[t][R](n, p, ldp, v, ldv, blocks, o, ldo): o[r ldo + c] += sum_j p[r ldp + j] d_v q_v,
-//    float32, the keys summed in order into each O element (which it reads and writes).
-//  - Kernels are stateless, allocate nothing, read no byte past the blocks they are given (a
-//    dot kernel may prefetch rows past them: a hint that never faults, not a read).
+//  - pv[t][R](n, p, ldp, v, ldv, blocks, o, ldo, next): o[r ldo + c] += sum_j p[r ldp + j] d_v
+//    q_v, float32, the keys summed in order into each O element (which it reads and writes).
+//  - Kernels are stateless, allocate nothing, read no byte past the blocks they are given. They
+//    may prefetch the rows after their call's, where NextRows says those lie (the next page's,
+//    in a paged cache): a hint that never faults, not a read.
 #pragma once
 
 #include "kernel_ns.hpp"
@@ -240,7 +241,7 @@ template <int Copies>
 }
 template <class QOps, int T, int R>
 void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t ldv, int64_t blocks,
-              float* o, int64_t ldo) {
+              float* o, int64_t ldo, NextRows next) {
   using P = typename QOps::Pv;  // the lanes of the float side (wider than a block's on AVX-512)
   using F = typename P::F;
   constexpr int L = P::kLanes, C = P::kPvCols / L, Copies = PdCopies<P>::value;
@@ -253,10 +254,11 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
     const int64_t nb = std::min<int64_t>(kMaxBlocks, blocks - b0);
     for (int64_t j0 = 0; j0 < n; j0 += kPvKeys) {
       const int64_t nj = std::min<int64_t>(kPvKeys, n - j0);
-      // The next group's rows into L2 (past the last group: the next call's, the next tile's in
-      // decode), so they arrive while this group's FMAs run; into L1 they would evict the group
-      // being read.
-      prefetch_rows_ahead<2>(v + b0 * BS, j0 + kPvKeys, kPvKeys, ldv, nb * BS);
+      // The next group's rows into L2 (past the last group: `next`, the next tile's or page's
+      // rows in decode), so they arrive while this group's FMAs run; into L1 they would evict the
+      // group being read.
+      prefetch_call_rows<2>(v + b0 * BS, j0 + kPvKeys, kPvKeys, n,
+                            next.rows > 0 ? next.at + b0 * BS : nullptr, next.rows, ldv, nb * BS);
       for (int64_t j = 0; j < nj; ++j)
         for (int64_t b = 0; b < nb; ++b) dv[b][j] = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);
       pv_scale_products<Copies>(nb, R, nj, p + j0, ldp, dv, &pd[0][0][0][0]);

@@ -76,8 +76,8 @@ inline void transpose_keys(const uint8_t* const* rows, int64_t off, __m512i* t) 
 }
 
 // The transposed loads touch 16 rows' lines at once, in an order the hardware prefetcher does not
-// follow: each group prefetches the rows two groups ahead (past the call's end: the next call's,
-// the next tile's in decode), so they arrive while this group's work runs.
+// follow: each group prefetches the rows two groups ahead (past the call's end: QuantRows::next,
+// the next tile's or page's rows in decode), so they arrive while this group's work runs.
 constexpr int64_t kAhead = 2;
 
 // ---- one row: a key at a time, two blocks a vector ----
@@ -228,10 +228,13 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
       const int nk = int(std::min<int64_t>(kKeys, n - j));
       const uint8_t* rows[kKeys];
       for (int c = 0; c < kKeys; ++c) rows[c] = k + (j + std::min(c, nk - 1)) * ldk;
+      const uint8_t* after = q.next.rows > 0 ? q.next.at + b0 * BS : nullptr;
       if (q.streamed)  // from memory: into L2 measured faster; from the cache, into L1
-        prefetch_rows_ahead<2>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
+        prefetch_call_rows<2>(k + b0 * BS, j + kAhead * kKeys, kKeys, n, after, q.next.rows, ldk,
+                              nb * BS);
       else
-        prefetch_rows_ahead<3>(k + b0 * BS, j + kAhead * kKeys, kKeys, ldk, nb * BS);
+        prefetch_call_rows<3>(k + b0 * BS, j + kAhead * kKeys, kKeys, n, after, q.next.rows, ldk,
+                              nb * BS);
       __m512 acc[R];
       for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {

@@ -144,7 +144,8 @@ void key_dots_quant(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
   const uint8_t* kblock = t.krows.row8(j0 + jb);
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i);
-    const arch::QuantRows q{t.st.qq + i * D, t.st.qd + i * blocks, D, blocks, t.g.prefetch_kv};
+    const arch::QuantRows q{t.st.qq + i * D, t.st.qd + i * blocks, D,
+                            blocks,          t.g.prefetch_kv,      t.krows.after(j0 + jb + nb)};
     qk.dot[ti][r](q, kblock, t.krows.ld_bytes(), nb, t.st.s + i * kBK + jb, kBK, t.g.scale);
   }
 }
@@ -399,7 +400,7 @@ void pv_quant(const Task& t, int64_t j0, int64_t, int64_t) {
       for (int64_t kb = k0, kn; kb < k1; kb += kn) {  // page by page
         kn = t.vrows.run(j0 + kb, k1 - kb);
         qk.pv[ti][r](kn, t.st.s + i * kBK + kb, kBK, t.vrows.row8(j0 + kb), t.vrows.ld_bytes(),
-                     Dv / arch::kQBlock, t.st.o + i * Dv, Dv);
+                     Dv / arch::kQBlock, t.st.o + i * Dv, Dv, t.vrows.after(j0 + kb + kn));
       }
     }
   }

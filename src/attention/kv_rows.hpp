@@ -99,6 +99,12 @@ struct KvRows {
       arch::prefetch_rows_ahead<2>(row(r), 0, m, ld_bytes(), row_bytes());
     }
   }
+  // Where the rows from j on lie, for the prefetches of a kernel whose call ends before j: as
+  // many as run on within j's page (none at or past `end`).
+  arch::NextRows after(int64_t j) const {
+    if (j >= end) return {};
+    return {row8(j), run(j, end - j)};
+  }
   int64_t ld_bytes() const { return bytes(type, ld); }
   int64_t row_bytes() const { return bytes(type, len); }
   // cppcheck-suppress invalidPointerCast
