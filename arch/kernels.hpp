@@ -277,6 +277,10 @@ struct QuantRows {
   // ahead fetches them into L2 rather than L1. A hint: the results do not depend on it.
   bool streamed = false;
   NextRows next{};  // K's rows after the call's (prefetched only)
+  // The sum of each block's int8 at sums[r blocks + b] (as d), for the kernels that take their
+  // keys unsigned and subtract the offset's share; null: each call sums them again (a cost as
+  // large as the products' when a call holds 16 keys: a paged cache's small pages).
+  const int32_t* sums = nullptr;
 };
 // S[r][j] = alpha sum_b dq[r][b] dk[j][b] sum_i q[r][32 b + i] k[j][32 b + i] for r < R rows
 // (the table's index) and j < n keys, K's rows of `blocks` blocks ldk bytes apart.

@@ -5,9 +5,10 @@
 //              head's rows come in runs of one page (16 KB at page 64, f16, d 128);
 //   head-major [head][page][row][dim], the pages in the order they were allocated (a sequence
 //              that grew alone): a head's rows run on across pages.
-// Decode (1 query, 32/8 heads, d 128, kv 4096 and 32768) and prefill (L 2048, 8 heads), pages of
-// 64 and 256 rows, f16 and q8_0 K/V. Counters: paged_over_contiguous (the median per-round ratio
-// of times: above 1 paging costs), each side's median time. Both calls are checked first.
+// Decode (1 query, 32/8 heads, d 128, kv 32768: pages of 16, 64 and 256 rows in both layouts;
+// kv 4096, pages of 64) and prefill (L 2048, 8 heads, pages of 16 and 64), f16 and q8_0 K/V.
+// Counters: paged_over_contiguous (the median per-round ratio of times: above 1 paging costs), each
+// side's median time. Both calls are checked first.
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -105,9 +106,11 @@ void register_pair(const PagedShape& s, tessera_dtype type, int threads) {
 }  // namespace
 
 void register_paged() {
-  const PagedShape shapes[] = {{32, 8, 1, 32768, 64, false},  {32, 8, 1, 32768, 64, true},
-                               {32, 8, 1, 32768, 256, false}, {32, 8, 1, 32768, 1024, false},
-                               {32, 8, 1, 4096, 64, false},   {8, 8, 2048, 2048, 64, false}};
+  // vLLM's default page is 16 rows, llama.cpp's and ORT's 16-256.
+  const PagedShape shapes[] = {
+      {32, 8, 1, 32768, 16, false}, {32, 8, 1, 32768, 64, false},  {32, 8, 1, 32768, 256, false},
+      {32, 8, 1, 32768, 16, true},  {32, 8, 1, 32768, 64, true},   {32, 8, 1, 32768, 256, true},
+      {32, 8, 1, 4096, 64, false},  {8, 8, 2048, 2048, 16, false}, {8, 8, 2048, 2048, 64, false}};
   for (int threads : thread_counts())
     for (const PagedShape& s : shapes)
       for (tessera_dtype type : {TESSERA_F16, TESSERA_Q8_0}) register_pair(s, type, threads);

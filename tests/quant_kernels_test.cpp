@@ -65,8 +65,13 @@ void test_dot(const KernelRow& row, int t) {
       const auto k = random_blocks(t, n, blocks, ldk, uint32_t(combo));
       const int64_t lds = n + 3;
       std::vector<float> s(size_t((R + 2) * lds), kGuard);
-      fn(arch::QuantRows{qs.data(), qd.data(), D, blocks}, k.data(), ldk, n, s.data() + lds, lds,
-         alpha);
+      // Every other call with the blocks' sums given (the key loop's form), the others without.
+      std::vector<int32_t> sums(size_t(R * blocks));
+      for (size_t x = 0; x < sums.size(); ++x)
+        for (int i = 0; i < 32; ++i) sums[x] += qs[x * 32 + i];
+      arch::QuantRows q{qs.data(), qd.data(), D, blocks};
+      if (combo % 2) q.sums = sums.data();
+      fn(q, k.data(), ldk, n, s.data() + lds, lds, alpha);
       int bad = 0;
       for (int64_t r = -1; r <= R; ++r)
         for (int64_t j = 0; j < lds; ++j) {

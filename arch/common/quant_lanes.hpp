@@ -28,12 +28,17 @@ inline void load_scales(const uint8_t* const* rows, int64_t off, uint16_t (&h)[N
 }
 
 // start[r][b] = -off (the sum of row r's block b0 + b) for b < nb: the share of the keys' offset
-// (q8_0: 128, q4_0: 8) that the kernels' unsigned keys add, taken out once per call.
+// (q8_0: 128, q4_0: 8) that the kernels' unsigned keys add, taken out once per call (from
+// q.sums where the caller has them).
 template <int R, int kPass>
 void offset_starts(const QuantRows& q, int64_t b0, int64_t nb, int32_t off,
                    int32_t (&start)[R][kPass]) {
   for (int r = 0; r < R; ++r)
     for (int64_t b = 0; b < nb; ++b) {
+      if (q.sums) {
+        start[r][b] = -off * q.sums[r * q.blocks + b0 + b];
+        continue;
+      }
       const int8_t* qb = q.qs + r * q.ld + (b0 + b) * kQBlock;
       int32_t sum = 0;
       for (int i = 0; i < kQBlock; ++i) sum += qb[i];

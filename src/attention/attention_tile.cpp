@@ -49,7 +49,7 @@ void state_sizes(const tessera_attention_desc& d, const arch::KernelTable& kt, i
                                     rows,
                                     rows,
                                     qk ? rows * D / arch::kQBlock : 0,
-                                    qk ? ceil_div(rows * D, 4) : 0,
+                                    qk ? ceil_div(rows * D, 4) + rows * D / arch::kQBlock : 0,
                                     4 * panels,
                                     4 * chunks,
                                     panels};
@@ -78,6 +78,8 @@ void carve_state(float* p, const tessera_attention_desc& d, const arch::KernelTa
     p += sizes[i];
   }
   st.qq = reinterpret_cast<int8_t*>(p);
+  // cppcheck-suppress invalidPointerCast
+  st.qsum = reinterpret_cast<int32_t*>(p + ceil_div(rows * d.head_dim, 4));
   p += sizes[kFloatBuffers];
   // cppcheck-suppress invalidPointerCast
   st.extent = reinterpret_cast<int64_t*>(p);
@@ -113,8 +115,15 @@ void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arc
       return;
     }
     kt.quant.quantize_rows(rows, D, st.qg, D, st.qq, st.qd);
-    if (few_rows(gk, rows)) return;
     const int64_t blocks = D / arch::kQBlock;
+    if (few_rows(gk, rows)) {  // the dot kernels' block sums, once for every call
+      for (int64_t x = 0; x < rows * blocks; ++x) {
+        int32_t sum = 0;
+        for (int i = 0; i < arch::kQBlock; ++i) sum += st.qq[x * arch::kQBlock + i];
+        st.qsum[x] = sum;
+      }
+      return;
+    }
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < D; ++c)
         st.qg[r * D + c] = st.qd[r * blocks + c / arch::kQBlock] * float(st.qq[r * D + c]);

@@ -77,6 +77,7 @@ struct TileState {
   float* tile_l;    // rows: the current tile's sum of exps
   float* qd;        // a quantized K: the queries' q8_0 scales (rows x D / 32), widened
   int8_t* qq;       // and their int8 (rows x D)
+  int32_t* qsum;    // and the sum of each block's int8 (rows x D / 32; few rows only)
   int64_t* extent;  // per Q panel: the current tile's keys [k0, k1) its rows may see
   int64_t* window;  // per softmax chunk of rows: the keys of the tile it reads
   uint8_t* o_live;  // per Q panel: whether its O rows hold anything yet

@@ -142,10 +142,18 @@ void key_dots_quant(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
   const int64_t D = t.g.d.head_dim, blocks = D / arch::kQBlock, R = qk.dot_rows;
   const int ti = t.krows.block_index();
   const uint8_t* kblock = t.krows.row8(j0 + jb);
+  // The kernels prefetch up to kDecodeKeys rows ahead, past the call only on its next page:
+  // calls of fewer rows (pages of 16) leave the page after that to this loop.
+  if (t.g.prefetch_kv && nb < kDecodeKeys) t.krows.prefetch_l2(j0 + jb + nb, kDecodeKeys);
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i);
-    const arch::QuantRows q{t.st.qq + i * D, t.st.qd + i * blocks, D,
-                            blocks,          t.g.prefetch_kv,      t.krows.after(j0 + jb + nb)};
+    const arch::QuantRows q{t.st.qq + i * D,
+                            t.st.qd + i * blocks,
+                            D,
+                            blocks,
+                            t.g.prefetch_kv,
+                            t.krows.after(j0 + jb + nb),
+                            t.st.qsum + i * blocks};
     qk.dot[ti][r](q, kblock, t.krows.ld_bytes(), nb, t.st.s + i * kBK + jb, kBK, t.g.scale);
   }
 }
@@ -399,6 +407,8 @@ void pv_quant(const Task& t, int64_t j0, int64_t, int64_t) {
       const int64_t r = std::min(R, std::min(t.rows, ir + MR) - i);
       for (int64_t kb = k0, kn; kb < k1; kb += kn) {  // page by page
         kn = t.vrows.run(j0 + kb, k1 - kb);
+        if (t.g.prefetch_kv && i == ir && kn < kDecodeKeys)  // as key_dots_quant
+          t.vrows.prefetch_l2(j0 + kb + kn, kDecodeKeys);
         qk.pv[ti][r](kn, t.st.s + i * kBK + kb, kBK, t.vrows.row8(j0 + kb), t.vrows.ld_bytes(),
                      Dv / arch::kQBlock, t.st.o + i * Dv, Dv, t.vrows.after(j0 + kb + kn));
       }
