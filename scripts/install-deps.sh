@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs every Debian package Tessera needs; idempotent, safe to re-run.
-#   scripts/install-deps.sh [--native] [--cross] [--peers] [--report]   (no flag: native + cross)
+#   scripts/install-deps.sh [--native] [--cross] [--peers] [--report] [--mca]
+#   (no flag: native + cross)
 # --native: compilers (clang with libFuzzer too), cmake, xsimd, oneTBB, GoogleTest, Google Benchmark
 # --cross : aarch64 / armhf cross compilers, qemu-user, and the arm64/armhf builds of the libraries
 # --peers : OpenBLAS, BLIS and oneDNN, measured by the benchmarks when present
 # --report: python3-matplotlib, for scripts/report.py's plots
+# --mca   : llvm 22 for llvm-mca-22, whose models scripts/mca_loops.py reads (current ARM cores)
 set -euo pipefail
 
-want_native=0 want_cross=0 want_peers=0 want_report=0
+want_native=0 want_cross=0 want_peers=0 want_report=0 want_mca=0
 [ $# -eq 0 ] && want_native=1 want_cross=1
 for a in "$@"; do
   case "$a" in
@@ -15,6 +17,7 @@ for a in "$@"; do
     --cross) want_cross=1 ;;
     --peers) want_peers=1 ;;
     --report) want_report=1 ;;
+    --mca) want_mca=1 ;;
     *) echo "install-deps: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -30,12 +33,14 @@ cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
             libtbb-dev:armhf libgtest-dev:armhf libbenchmark-dev:armhf)
 peer_pkgs=(libopenblas-dev libblis-dev libdnnl-dev)
 report_pkgs=(python3 python3-matplotlib)
+mca_pkgs=(llvm-22)
 
 pkgs=()
 [ $want_native -eq 1 ] && pkgs+=("${native_pkgs[@]}")
 [ $want_cross -eq 1 ] && pkgs+=("${cross_pkgs[@]}")
 [ $want_peers -eq 1 ] && pkgs+=("${peer_pkgs[@]}")
 [ $want_report -eq 1 ] && pkgs+=("${report_pkgs[@]}")
+[ $want_mca -eq 1 ] && pkgs+=("${mca_pkgs[@]}")
 
 if [ $want_cross -eq 1 ]; then
   for arch in arm64 armhf; do

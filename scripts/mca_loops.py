@@ -3,15 +3,19 @@
 
 Reads the disassembly of an ARM kernel object (objdump -d -C), takes each function's innermost
 backward-branching loops that hold vector FMAs, and runs each body through llvm-mca on the
-cortex-a55, cortex-a72 and neoverse-n1 models. Prints, per loop: its FMAs (and their lanes:
+models of current cores: little cortex-a55, cortex-a510 and cortex-a520; big cortex-a76 and
+cortex-a720; neoverse-n2 (i8mm). Prints, per loop: its FMAs (and their lanes:
 x4 float32, x8 fp16 arithmetic), loads and widenings (FCVTL / USHLL / VCVT: 16-bit storage),
 the cycles per iteration, the flops per cycle, and their fraction of that core's float32 FMA
 peak, measured the same way on a loop of 12 independent FMAs (so the peak is the model's own,
 not a datasheet's; the fp16 one is printed beside it). One iteration is one k step of a
 micro-kernel (several when the compiler unrolled it: the FMA count says how many). Only each
-function's k loop is shown: its innermost loop with the most FMAs. The peaks are LLVM 14's
-models' (e.g. neoverse-n1 and cortex-a72 issue one 128-bit FMLA per cycle there), so the
-fractions compare loops with each other on one model, not with a datasheet.
+function's k loop is shown: its innermost loop with the most FMAs. The peaks are the models'
+own (LLVM 22's cortex-a76 issues one 128-bit FMLA a cycle, its cortex-a55 two, neither as Arm's
+guides say), so the fractions compare loops with each other on one model, not with a datasheet.
+llvm-mca 22 or 19 (scripts/install-deps.sh --mca) is preferred: LLVM 14's models have no core
+with i8mm and no Armv9 little or big core; with it the script falls back to cortex-a55,
+cortex-a72 and neoverse-n1.
 
 --int: the integer dot loops of the block types instead (sdot, smmla, smull/smlal + sadalp,
 vmull.s8 + vpadal): multiply-accumulates per cycle, against a loop of 12 independent
@@ -21,10 +25,13 @@ Usage: scripts/mca_loops.py OBJDUMP OBJECT aarch64|arm [--match REGEX] [--int]
 """
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 
-CPUS = ["cortex-a55", "cortex-a72", "neoverse-n1"]
+MCA = next((m for m in ("llvm-mca-22", "llvm-mca-19", "llvm-mca") if shutil.which(m)), "llvm-mca")
+CPUS = (["cortex-a55", "cortex-a510", "cortex-a520", "cortex-a76", "cortex-a720", "neoverse-n2"]
+        if MCA != "llvm-mca" else ["cortex-a55", "cortex-a72", "neoverse-n1"])
 
 
 def functions(objdump, obj):
@@ -117,7 +124,7 @@ def int_kind(mn):
 def int_main(a, triple):
     attr = "-mattr=+dotprod,+i8mm" if a.arch == "aarch64" else None
     peaks = {}
-    print(f"# llvm-mca {a.arch}: integer dot loops; % of the model's peak for the loop's kind "
+    print(f"# {MCA} {a.arch}: integer dot loops; % of the model's peak for the loop's kind "
           "(12 independent instructions of it: " + ", ".join(sorted(INT_PEAK)) + ")")
     print("| loop | kind | dot insns | MACs/iter | " +
           " | ".join(f"{cpu} cycles/iter, MACs/cycle, % peak" for cpu in CPUS) + " |")
@@ -158,7 +165,7 @@ def int_main(a, triple):
 
 def mca(lines, triple, cpu, attr=None):
     src = "\n".join(lines) + "\n"
-    r = subprocess.run(["llvm-mca", f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=200",
+    r = subprocess.run([MCA, f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=200",
                         "-summary-view", "-resource-pressure=0", "-instruction-info=0"] +
                        ([attr] if attr else []),
                        input=src, capture_output=True, text=True)
@@ -208,7 +215,7 @@ def main():
         c16 = (mca(["fmla v%d.8h, v12.8h, v13.8h" % i for i in range(12)], triple, cpu)
                if a.arch == "aarch64" else None)
         peak16[cpu] = 12 / c16 if c16 else None
-    print(f"# llvm-mca {a.arch}: FMA peak of each model (12 independent 128-bit FMAs): " +
+    print(f"# {MCA} {a.arch}: FMA peak of each model (12 independent 128-bit FMAs): " +
           ", ".join(f"{cpu} {peak[cpu]:.2f} f32 FMA/cycle ({8 * peak[cpu]:.1f} flops)" +
                     (f", {peak16[cpu]:.2f} f16 FMA/cycle" if peak16[cpu] else "")
                     for cpu in CPUS if peak[cpu]))
