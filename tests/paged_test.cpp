@@ -76,13 +76,15 @@ TEST_P(Paged, EveryPathAndKvTypeAgainstTheReference) {
   }
 }
 
-// Pages a multiple of the tile: the same tiles as the contiguous call, so the same bits.
+// Pages a multiple of the tile: the same tiles as the contiguous call, so the same bits; with
+// batches of their own lengths (each last page partly filled, the table's unused entries -1).
 TEST_P(Paged, MatchesTheContiguousCallBitwiseWhenPagesHoldWholeTiles) {
   for (const Types& ty : kv_types()) {
     for (const int64_t q_len : {1, 5, 37}) {
       SCOPED_TRACE(testing::Message() << "k " << ty.k << " q_len " << q_len);
       AttentionTester t(2, 4, 2, q_len, 1100, 64, 64);
-      AttentionProblem& p = t.kv_types(ty.k, ty.v).causal(BR).with_lse().paged(256).build(31);
+      AttentionProblem& p =
+          t.kv_types(ty.k, ty.v).causal(BR).with_lse().with_kv_lens().paged(256).build(31);
       ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k_data(), p.v_data(), p.o.data()), Status::ok)
           << tessera::last_error();
       // The same rows gathered page by page into [batch][head][seq][dim].
@@ -95,7 +97,7 @@ TEST_P(Paged, MatchesTheContiguousCallBitwiseWhenPagesHoldWholeTiles) {
           vc(size_t(d.batch * d.kv_heads * d.kv_len * vb));
       for (int64_t b = 0; b < d.batch; ++b)
         for (int64_t h = 0; h < d.kv_heads; ++h)
-          for (int64_t j = 0; j < d.kv_len; ++j) {
+          for (int64_t j = 0; j < d.kv_lens[b]; ++j) {
             const int64_t page = d.block_table[b * d.block_table_stride + j / d.page_size];
             const int64_t row = (page * d.kv_heads + h) * d.page_size + j % d.page_size;
             const int64_t at = (b * d.kv_heads + h) * d.kv_len + j;
@@ -107,6 +109,7 @@ TEST_P(Paged, MatchesTheContiguousCallBitwiseWhenPagesHoldWholeTiles) {
                                              d.head_dim, d.value_dim),
                 Status::ok);
       c.k_type = d.k_type, c.v_type = d.v_type, c.causal = 1, c.align = BR;
+      c.kv_lens = d.kv_lens;
       std::vector<float> o(p.o.size()), lse(p.lse.size());
       c.lse = lse.data();
       ASSERT_EQ(tessera::attention(c, p.q.data(), kc.data(), vc.data(), o.data()), Status::ok)
