@@ -7,6 +7,7 @@
 
 #include "attention/attention_tile.hpp"
 #include "attention/hadamard.hpp"
+#include "runtime/check.hpp"
 
 namespace tessera::detail::fa {
 namespace {
@@ -117,11 +118,7 @@ void stage_queries(const tessera_attention_desc& d, const Geometry& g, const arc
     kt.quant.quantize_rows(rows, D, st.qg, D, st.qq, st.qd);
     const int64_t blocks = D / arch::kQBlock;
     if (few_rows(gk, rows)) {  // the dot kernels' block sums, once for every call
-      for (int64_t x = 0; x < rows * blocks; ++x) {
-        int32_t sum = 0;
-        for (int i = 0; i < arch::kQBlock; ++i) sum += st.qq[x * arch::kQBlock + i];
-        st.qsum[x] = sum;
-      }
+      for (int64_t x = 0; x < rows * blocks; ++x) st.qsum[x] = block_sum(st.qq + x * arch::kQBlock);
       return;
     }
     for (int64_t r = 0; r < rows; ++r)

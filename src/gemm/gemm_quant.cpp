@@ -59,12 +59,10 @@ void quantize_row_words(const arch::KernelTable& kt, const QuantGemm& q, const Q
     kt.quant.quantize_rows(1, nb * kBlockValues, x + b0 * kBlockValues, q.k, row, scales);
     for (int64_t b = 0; b < nb; ++b) {
       const int8_t* v = row + b * kBlockValues;
-      int32_t sum = 0;
-      for (int e = 0; e < kBlockValues; ++e) sum += v[e];
       for (int w = 0; w < kBlockValues / 4; ++w)
         std::memcpy(qs + (b0 + b) * kBlockValues * R + 4 * (w * R + r), v + 4 * w, 4);
       d[(b0 + b) * R + r] = scales[b];
-      start[(b0 + b) * R + r] = -off * sum;
+      start[(b0 + b) * R + r] = -off * block_sum(v);
     }
   }
 }
@@ -97,11 +95,8 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
     }
     kt.quant.quantize_rows(i1 - i0, q.k, a + i0 * lda, lda, out.qs + i0 * q.k, out.d + i0 * blocks);
     if (out.start == nullptr) return;
-    for (int64_t x = i0 * blocks; x < i1 * blocks; ++x) {
-      int32_t sum = 0;
-      for (int i = 0; i < kBlockValues; ++i) sum += out.qs[x * kBlockValues + i];
-      out.start[x] = -off * sum;
-    }
+    for (int64_t x = i0 * blocks; x < i1 * blocks; ++x)
+      out.start[x] = -off * block_sum(out.qs + x * kBlockValues);
   };
   const int64_t chunks = ceil_div(q.m, kQuantizeRowsPerTask);
   if (!plan.parallel || chunks == 1)

@@ -63,6 +63,13 @@ inline const char* dtype_name(DType t) {
 inline bool is_block(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
 inline int block_index(DType t) { return t == DType::q4_0 ? 1 : 0; }
 inline constexpr int64_t kBlockValues = 32;
+// The sum of a block's int8 (a row rounded to q8_0): the share of an unsigned operand's offset
+// that the integer kernels take out (QuantRows::sums, QGemmRows::start).
+inline int32_t block_sum(const int8_t* q) {
+  int32_t sum = 0;
+  for (int64_t i = 0; i < kBlockValues; ++i) sum += q[i];
+  return sum;
+}
 inline int64_t block_bytes(DType t) { return t == DType::q8_0 ? 34 : 18; }
 // Bytes of n values (n a multiple of the block for a block type).
 inline int64_t storage_bytes(DType t, int64_t n) {
