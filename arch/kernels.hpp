@@ -294,10 +294,11 @@ using QuantPvFn = void (*)(int64_t n, const float* p, int64_t ldp, const uint8_t
 // qgemm_vnni512.hpp, qgemm_avx2.hpp, qgemm_sdot.hpp, qgemm_smmla.hpp: block-type weights packed for
 // an integer GEMM tile (the table's QuantKernels::gemm_pack), against rows of A rounded to q8_0.
 // Row r's block b: 32 int8 at qs[r ld + 32 b], its scale d[r blocks + b] and start[r blocks + b] =
-// -off sum_i qs (off: the weights' offset in the panels, QuantKernels::gemm_offset).
-// Where the table sets QuantKernels::gemm_a_words, the R rows of a call are interleaved by 4-byte
-// words instead (ld unused): word w (values 4w..4w+3) of row r's block b at qs[32 R b + 4 (w R +
-// r)], d and start at [R b + r]. For R = 1 both layouts are the same.
+// bias - off sum_i qs (off: the weights' offset in the panels, QuantKernels::gemm_offset; bias:
+// QuantKernels::gemm_start_bias, both per type). Where the table sets QuantKernels::gemm_a_words,
+// the R rows of a call are interleaved by words of G = gemm_group bytes instead (ld unused): word w
+// (values G w..G w + G - 1) of row r's block b at qs[32 R b + G (w R + r)], d and start at [R b +
+// r]. For R = 1 both layouts are the same.
 struct QGemmRows {
   const int8_t* qs;
   int64_t ld;
@@ -336,8 +337,12 @@ struct QuantKernels {
   // vpmaddubsw tile: column c in lane c) or 8 (smmla: columns in pairs, 8 values each).
   int gemm_group = 4;
   // A's rows interleaved by words (QGemmRows): a tile that broadcasts A's words then reads every
-  // row's from one pointer at fixed offsets, where row pointers took more registers than x86 has.
+  // row's from one pointer at fixed offsets, where row pointers took more registers than x86 has;
+  // smmla's row pairs are then one load each instead of two loads and two zips.
   bool gemm_a_words = false;
+  // Added to every start (QGemmRows): 0x4B400000, the bits of 1.5 2^23, lets a tile read its
+  // int32 sums (|sum| < 2^22) as floats by one subtraction where a conversion costs two.
+  int32_t gemm_start_bias[2] = {};
   const char* gemm_name = "";
   QGemmFn gemm[2][kMaxMR + 1] = {};
   QGemmPackFn gemm_pack[2] = {};

@@ -49,16 +49,18 @@ int value(int t, const uint8_t* blk, int i) {
 // i >= 16), run c, byte i % G: runs G bytes and groups G nr bytes apart.
 struct Layout {
   int64_t nr, block_bytes;
-  int32_t offset;
+  int32_t offset, bias;
   int group;
   bool a_words;
 };
 Layout layout_of(const KernelRow& row, int t) {
   const arch::QuantKernels& q = tessera::detail::find_table(row.table)->quant;
-  return {q.gemm_nr, q.gemm_block_bytes[t], q.gemm_offset[t], q.gemm_group, q.gemm_a_words};
+  return {q.gemm_nr,    q.gemm_block_bytes[t], q.gemm_offset[t], q.gemm_start_bias[t],
+          q.gemm_group, q.gemm_a_words};
 }
 
-// A's rows as the tile reads them (QGemmRows): in place, or copied word-interleaved.
+// A's rows as the tile reads them (QGemmRows): in place, or copied interleaved by words of the
+// table's run G, in vectors of their exact size (a read past them is the sanitizers' to catch).
 struct TileRows {
   std::vector<int8_t> qs;
   std::vector<float> d;
@@ -71,11 +73,12 @@ struct TileRows {
       return;
     }
     qs.resize(size_t(R * blocks * 32)), d.resize(dq.size()), start.resize(st.size());
+    const int G = l.group;
     for (int r = 0; r < R; ++r)
       for (int64_t b = 0; b < blocks; ++b) {
-        for (int w = 0; w < 8; ++w)
-          std::memcpy(&qs[size_t(32 * R * b + 4 * (w * R + r))],
-                      &q[size_t(r * lda + 32 * b + 4 * w)], 4);
+        for (int w = 0; w < 32 / G; ++w)
+          std::memcpy(&qs[size_t(32 * R * b + G * (w * R + r))],
+                      &q[size_t(r * lda + 32 * b + G * w)], size_t(G));
         d[size_t(R * b + r)] = dq[size_t(r * blocks + b)];
         start[size_t(R * b + r)] = st[size_t(r * blocks + b)];
       }
@@ -141,6 +144,10 @@ void test_gemm(const KernelRow& row, int t) {
       ++combo;
       std::vector<int8_t> qs(size_t(R * lda));
       for (auto& x : qs) x = int8_t(int(gen() % 255) - 127);
+      // The last row's last block at the largest sums (|q| 127 against weights -128 or n 0):
+      // 32 x 127 x 128, which a tile's float conversion must take exactly.
+      const bool extreme = combo % 2 == 1;
+      if (extreme) std::fill_n(&qs[size_t((R - 1) * lda + K - 32)], 32, int8_t(-127));
       std::vector<float> d(size_t(R * blocks));
       for (auto& x : d) x = ref::f16_to_f32(ref::f32_to_f16(float(int(gen() % 2000) - 1000) / 997));
       std::vector<int32_t> start(size_t(R * blocks));
@@ -148,10 +155,13 @@ void test_gemm(const KernelRow& row, int t) {
         for (int64_t b = 0; b < blocks; ++b) {
           int32_t sum = 0;
           for (int i = 0; i < 32; ++i) sum += qs[size_t(r * lda + 32 * b + i)];
-          start[size_t(r * blocks + b)] = -l.offset * sum;
+          start[size_t(r * blocks + b)] = l.bias - l.offset * sum;
         }
       const int64_t ldb = blocks * kBlockBytes[t] + 3;
-      const auto w = random_rows(t, cols, blocks, ldb, uint32_t(combo));
+      auto w = random_rows(t, cols, blocks, ldb, uint32_t(combo));
+      if (extreme)  // column 0's last block: q8_0 values -128, q4_0 nibbles 0 (q = -8)
+        std::fill_n(&w[size_t((blocks - 1) * kBlockBytes[t] + 2)], kBlockBytes[t] - 2,
+                    uint8_t(0x80 * (t == 0)));
       const auto panel = spec_panel(t, l, cols, blocks, w.data(), ldb);
       std::vector<float> c(size_t((R + 1) * ldc), kGuard), c0;
       for (int r = 0; r < R; ++r)

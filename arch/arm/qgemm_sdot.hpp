@@ -8,11 +8,13 @@
 //    sdot multiplies signed by signed, so q8_0 needs no offset); q4_0 4 groups whose low
 //    nibbles are values 4g..4g+3 (n = q + 8, offset 8) and high nibbles 4g+16..4g+19: each
 //    column's stored bytes 4g..4g+3. Missing columns are zero. 272 or 144 bytes a block.
-//  - gemm[t][R], R <= 3: per row and block, the int32 lanes start at start = -off sum q (off 0
-//    for q8_0, 8 for q4_0) and sdot by element adds A's 4 bytes of group g (lane g % 4 of the
-//    row's block half g / 4) times the group's weights; then converted and scaled by dq dk (one
-//    float rounding each) into float32 accumulators, blocks in order; alpha (and beta C) at the
-//    store. The same sum for a row whatever R.
+//  - gemm[t][R], R <= 3: per row and block, the int32 lanes start at start = bias - off sum q
+//    (q8_0: bias kQGemmNeonBias, off 0; q4_0: bias 0, off 8) and sdot by element adds A's 4
+//    bytes of group g (lane g % 4 of the row's block half g / 4) times the group's weights; then
+//    converted (q8_0: read as floats less the bias, exact) and scaled by dq dk (one float
+//    rounding each) into float32 accumulators, blocks in order; alpha (and beta C) at the store.
+//    The same sum for a row whatever R. (q4_0's tile keeps scvtf: the bias's register spills
+//    its accumulators at R = 3.)
 //  - Stateless, no allocation; reads the panel's blocks and A's rows only.
 //
 // Per block a row costs 16 sdot (2 column vectors x 8 groups), 2 conversions, 2 multiplies and
@@ -29,6 +31,15 @@
 
 namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
+
+// The int32 sums start at this bias (QuantKernels::gemm_start_bias): its bits are the float
+// 1.5 2^23, so a sum s with |s| < 2^22 (a block's is at most 32 x 127 x 128) reads as the float
+// 1.5 2^23 + s, and one exact subtraction on either vector pipe replaces scvtf, which takes one
+// pipe for two cycles on N2-class cores.
+inline constexpr int32_t kQGemmNeonBias = 0x4B400000;
+inline float32x4_t unbias_f32(int32x4_t s) {
+  return vsubq_f32(vreinterpretq_f32_s32(s), vdupq_n_f32(12582912.0f));
+}
 
 inline constexpr int kQGemmSdotNr = 8;
 inline constexpr int kQGemmSdotMr = 3;
@@ -118,8 +129,10 @@ void qgemm_sdot(const QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc,
     }
     for (int r = 0; r < R; ++r) {
       const float32x4_t dq = vdupq_n_f32(a.d[r * blocks + b]);
-      acc0[r] = vfmaq_f32(acc0[r], vcvtq_f32_s32(x.s0[r]), vmulq_f32(dk0, dq));
-      acc1[r] = vfmaq_f32(acc1[r], vcvtq_f32_s32(x.s1[r]), vmulq_f32(dk1, dq));
+      const float32x4_t f0 = T == 0 ? unbias_f32(x.s0[r]) : vcvtq_f32_s32(x.s0[r]);
+      const float32x4_t f1 = T == 0 ? unbias_f32(x.s1[r]) : vcvtq_f32_s32(x.s1[r]);
+      acc0[r] = vfmaq_f32(acc0[r], f0, vmulq_f32(dk0, dq));
+      acc1[r] = vfmaq_f32(acc1[r], f1, vmulq_f32(dk1, dq));
     }
   }
 #pragma GCC unroll 4
@@ -139,6 +152,7 @@ void fill_qgemm_sdot(QuantKernels& k, std::integer_sequence<int, R...>) {
   k.gemm_mr = kQGemmSdotMr, k.gemm_nr = kQGemmSdotNr;
   for (int t = 0; t < 2; ++t) k.gemm_block_bytes[t] = kQGemmSdotBlockBytes[t];
   k.gemm_offset[0] = 0, k.gemm_offset[1] = 8;  // signed q8_0 as stored; n = q + 8
+  k.gemm_start_bias[0] = kQGemmNeonBias;
   k.gemm_name = "sdot";
   ((k.gemm[0][R + 1] = &qgemm_sdot<0, R + 1>), ...);
   ((k.gemm[1][R + 1] = &qgemm_sdot<1, R + 1>), ...);

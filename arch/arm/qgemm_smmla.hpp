@@ -9,17 +9,19 @@
 //    whose low nibbles are values 8g..8g+7 and high nibbles 8g+16..8g+23 (n = q + 8, offset 8).
 //    Missing columns are zero. 272 or 144 bytes a block: the sdot tile's panels with runs of 8
 //    bytes instead of 4 (QuantKernels::gemm_group).
-//  - gemm[t][R], R <= 4: rows in pairs (an odd R pads its last pair with a zero row, computed,
-//    never stored); per pair, column pair and block the 2 x 2 int32 sums start at -off sum q
-//    (off 0 for q8_0, 8 for q4_0), then are converted and scaled by dq dk (one float rounding
-//    each) into float32 accumulators, blocks in order; alpha (and beta C) at the store. The same
-//    sum for a row whatever R.
+//  - A's R rows interleaved by words of 8 bytes (QuantKernels::gemm_a_words, QGemmRows), so that
+//    a row pair's 8 values of a step are one q register, smmla's left operand.
+//  - gemm[t][R], R <= 4: rows in pairs (an odd R pads its last pair with zeros, computed,
+//    never stored); per pair, column pair and block the 2 x 2 int32 sums start at start =
+//    bias - off sum q (q8_0: bias kQGemmNeonBias, off 0; q4_0: bias 0, off 8), then are
+//    converted (q8_0: read as floats less the bias, exact) and scaled by dq dk (one float
+//    rounding each) into float32 accumulators, blocks in order; alpha (and beta C) at the store.
+//    The same sum for a row whatever R.
 //  - Stateless, no allocation; reads the panel's blocks and A's rows only.
 //
 // smmla d, a, b adds a (2 x 8 int8, a row per half) times b (2 x 8, a column per half)
-// transposed into d = [r0 c0, r0 c1, r1 c0, r1 c1]: 32 products, twice sdot's. A row pair's
-// block is zipped once (4 64-bit zips, shared by the 4 column pairs); per block a row pair then
-// costs 16 smmla and 4 x 3 float operations, the panel's loads shared by both pairs.
+// transposed into d = [r0 c0, r0 c1, r1 c0, r1 c1]: 32 products, twice sdot's. Per block a row
+// pair costs 16 smmla and 4 x 3 float operations, the panel's loads shared by both pairs.
 #pragma once
 
 #include <arm_neon.h>
@@ -38,12 +40,6 @@ inline constexpr int kQGemmSmmlaMr = 4, kQGemmSmmlaGroup = 8;
 
 namespace smmla_tile {
 
-inline int8x16_t zip1(int8x16_t a, int8x16_t b) {
-  return vreinterpretq_s8_s64(vzip1q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b)));
-}
-inline int8x16_t zip2(int8x16_t a, int8x16_t b) {
-  return vreinterpretq_s8_s64(vzip2q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b)));
-}
 // [x0, x1, x0, x1] from lanes 2h, 2h + 1 of x.
 inline float32x4_t pair(float32x4_t x, int h) {
   const float64x2_t d = vreinterpretq_f64_f32(x);
@@ -65,19 +61,20 @@ void qgemm_smmla(const QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc
     int8x16_t az[P * 4];  // pair i's k steps 0..3 at i * 4
     int32x4_t st[P];      // [s0, s0, s1, s1]
     float32x4_t dq[P];    // [d0, d0, d1, d1]
+    const int8_t* qs = a.qs + kQBlock * R * b;
     for (int i = 0; i < P; ++i) {
-      const int r0 = 2 * i, r1 = 2 * i + 1 < R ? 2 * i + 1 : 2 * i;
-      const int8_t* q0 = a.qs + r0 * a.ld + b * kQBlock;
-      const int8_t* q1 = a.qs + r1 * a.ld + b * kQBlock;
-      const int8x16_t z = vdupq_n_s8(0);
-      const int8x16_t lo0 = vld1q_s8(q0), hi0 = vld1q_s8(q0 + 16);
-      const int8x16_t lo1 = r1 != r0 ? vld1q_s8(q1) : z, hi1 = r1 != r0 ? vld1q_s8(q1 + 16) : z;
-      az[i * 4 + 0] = zip1(lo0, lo1), az[i * 4 + 1] = zip2(lo0, lo1);
-      az[i * 4 + 2] = zip1(hi0, hi1), az[i * 4 + 3] = zip2(hi0, hi1);
-      const int32_t s0 = a.start[r0 * blocks + b], s1 = r1 != r0 ? a.start[r1 * blocks + b] : 0;
-      const float d0 = a.d[r0 * blocks + b], d1 = r1 != r0 ? a.d[r1 * blocks + b] : 0.0f;
-      st[i] = vcombine_s32(vdup_n_s32(s0), vdup_n_s32(s1));
-      dq[i] = vcombine_f32(vdup_n_f32(d0), vdup_n_f32(d1));
+      for (int g = 0; g < 4; ++g)  // an odd R's last pair: 8 bytes, zeros above (ldr d)
+        az[i * 4 + g] = 2 * i + 1 < R
+                            ? vld1q_s8(qs + 8 * (g * R + 2 * i))
+                            : vcombine_s8(vld1_s8(qs + 8 * (g * R + 2 * i)), vdup_n_s8(0));
+      if (2 * i + 1 < R) {
+        const int32x4_t s = vcombine_s32(vld1_s32(a.start + R * b + 2 * i), vdup_n_s32(0));
+        const float32x4_t d = vcombine_f32(vld1_f32(a.d + R * b + 2 * i), vdup_n_f32(0.0f));
+        st[i] = vzip1q_s32(s, s), dq[i] = vzip1q_f32(d, d);
+      } else {
+        st[i] = vld1q_dup_s32(a.start + R * b + 2 * i);
+        dq[i] = vld1q_dup_f32(a.d + R * b + 2 * i);
+      }
     }
     const float16x8_t h = vreinterpretq_f16_u8(vld1q_u8(p));
     const float32x4_t dk0 = vcvt_f32_f16(vget_low_f16(h)), dk1 = vcvt_high_f32_f16(h);
@@ -106,8 +103,10 @@ void qgemm_smmla(const QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc
         }
       }
       const float32x4_t dk = pair(j < 2 ? dk0 : dk1, j % 2);
-      for (int i = 0; i < P; ++i)
-        acc[i * 4 + j] = vfmaq_f32(acc[i * 4 + j], vcvtq_f32_s32(s[i]), vmulq_f32(dk, dq[i]));
+      for (int i = 0; i < P; ++i) {
+        const float32x4_t f = T == 0 ? unbias_f32(s[i]) : vcvtq_f32_s32(s[i]);
+        acc[i * 4 + j] = vfmaq_f32(acc[i * 4 + j], f, vmulq_f32(dk, dq[i]));
+      }
     }
   }
 #pragma GCC unroll 4
@@ -130,7 +129,8 @@ void fill_qgemm_smmla(QuantKernels& k, std::integer_sequence<int, R...>) {
   k.gemm_mr = kQGemmSmmlaMr, k.gemm_nr = kQGemmSdotNr;
   for (int t = 0; t < 2; ++t) k.gemm_block_bytes[t] = kQGemmSdotBlockBytes[t];
   k.gemm_offset[0] = 0, k.gemm_offset[1] = 8;  // signed q8_0 as stored; n = q + 8
-  k.gemm_group = kQGemmSmmlaGroup;
+  k.gemm_group = kQGemmSmmlaGroup, k.gemm_a_words = true;
+  k.gemm_start_bias[0] = kQGemmNeonBias;
   k.gemm_name = "smmla";
   ((k.gemm[0][R + 1] = &qgemm_smmla<0, R + 1>), ...);
   ((k.gemm[1][R + 1] = &qgemm_smmla<1, R + 1>), ...);

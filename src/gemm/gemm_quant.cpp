@@ -40,12 +40,14 @@ struct QuantizedA {
 
 constexpr int64_t kQuantizeRowsPerTask = 32;
 
-// Row i of A into the word-interleaved layout of its tile call (QGemmRows): the tiles of
-// packed_gemm's tasks, gemm_mr rows from the start of each task's plan.rows, the last fewer.
+// Row i of A into the word-interleaved layout of its tile call (QGemmRows, words of gemm_group
+// bytes): the tiles of packed_gemm's tasks, gemm_mr rows from the start of each task's
+// plan.rows, the last fewer.
 // Rounded a slice of k at a time through a buffer on the stack (each block is rounded alone).
 void quantize_row_words(const arch::KernelTable& kt, const QuantGemm& q, const QuantGemmPlan& plan,
                         int32_t off, const float* x, int64_t i, const QuantizedA& out) {
-  const int64_t MR = kt.quant.gemm_mr, blocks = q.k / kBlockValues;
+  const int64_t MR = kt.quant.gemm_mr, G = kt.quant.gemm_group, blocks = q.k / kBlockValues;
+  const int32_t bias = kt.quant.gemm_start_bias[block_index(q.b_type)];
   const int64_t task0 = i / plan.rows * plan.rows, task1 = std::min(q.m, task0 + plan.rows);
   const int64_t tile = task0 + (i - task0) / MR * MR, R = std::min(MR, task1 - tile), r = i - tile;
   int8_t* qs = out.qs + tile * q.k;
@@ -59,10 +61,10 @@ void quantize_row_words(const arch::KernelTable& kt, const QuantGemm& q, const Q
     kt.quant.quantize_rows(1, nb * kBlockValues, x + b0 * kBlockValues, q.k, row, scales);
     for (int64_t b = 0; b < nb; ++b) {
       const int8_t* v = row + b * kBlockValues;
-      for (int w = 0; w < kBlockValues / 4; ++w)
-        std::memcpy(qs + (b0 + b) * kBlockValues * R + 4 * (w * R + r), v + 4 * w, 4);
+      for (int64_t w = 0; w < kBlockValues / G; ++w)
+        std::memcpy(qs + (b0 + b) * kBlockValues * R + G * (w * R + r), v + G * w, size_t(G));
       d[(b0 + b) * R + r] = scales[b];
-      start[(b0 + b) * R + r] = -off * block_sum(v);
+      start[(b0 + b) * R + r] = bias - off * block_sum(v);
     }
   }
 }
@@ -79,6 +81,7 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
          plan.packed ? static_cast<int32_t*>(static_cast<void*>(buf + qs_floats + d_floats))
                      : nullptr};
   const int32_t off = kt.quant.gemm_offset[block_index(q.b_type)];
+  const int32_t bias = kt.quant.gemm_start_bias[block_index(q.b_type)];
   const float* a = q.a;
   int64_t lda = q.lda;
   if (q.ta) {  // rows of op(A) gathered first (m k floats against m n k products)
@@ -96,7 +99,7 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
     kt.quant.quantize_rows(i1 - i0, q.k, a + i0 * lda, lda, out.qs + i0 * q.k, out.d + i0 * blocks);
     if (out.start == nullptr) return;
     for (int64_t x = i0 * blocks; x < i1 * blocks; ++x)
-      out.start[x] = -off * block_sum(out.qs + x * kBlockValues);
+      out.start[x] = bias - off * block_sum(out.qs + x * kBlockValues);
   };
   const int64_t chunks = ceil_div(q.m, kQuantizeRowsPerTask);
   if (!plan.parallel || chunks == 1)
