@@ -13,6 +13,48 @@
 namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
 
+// Columns [c0, c0 + 16) of a block's values as floats (the integers, unscaled). Built for
+// i8mm (the i8mm table's cores: Neoverse N2, Cortex-A510 / A710 and later), the last widening
+// adds them to the bits of 1.5 2^23 (less q4_0's offset 8), which read as a float less 1.5 2^23
+// are the values, exactly: a wide add and a subtraction on either vector pipe where a widening
+// and scvtf take three issue slots (scvtf two on one pipe); the older cores keep scvtf, one
+// slot there (llvm-mca's cortex-a76 model).
+template <int T>
+inline void widen_block16(const uint8_t* qs, int c0, float32x4_t* out) {
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+  int16x8_t lo, hi;
+  if constexpr (T == 0) {
+    const int8x16_t b = vld1q_s8(reinterpret_cast<const int8_t*>(qs + c0));
+    lo = vmovl_s8(vget_low_s8(b)), hi = vmovl_s8(vget_high_s8(b));
+  } else {
+    const uint8x16_t u = vld1q_u8(qs);
+    const uint8x16_t n = c0 >= 16 ? vshrq_n_u8(u, 4) : vandq_u8(u, vdupq_n_u8(15));
+    lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(n)));
+    hi = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(n)));
+  }
+  const int32x4_t bias = vdupq_n_s32(0x4B400000 - (T == 0 ? 0 : 8));
+  const float32x4_t f = vdupq_n_f32(12582912.0f);
+  out[0] = vsubq_f32(vreinterpretq_f32_s32(vaddw_s16(bias, vget_low_s16(lo))), f);
+  out[1] = vsubq_f32(vreinterpretq_f32_s32(vaddw_s16(bias, vget_high_s16(lo))), f);
+  out[2] = vsubq_f32(vreinterpretq_f32_s32(vaddw_s16(bias, vget_low_s16(hi))), f);
+  out[3] = vsubq_f32(vreinterpretq_f32_s32(vaddw_s16(bias, vget_high_s16(hi))), f);
+#else
+  int8x16_t b;
+  if constexpr (T == 0) {
+    b = vld1q_s8(reinterpret_cast<const int8_t*>(qs + c0));
+  } else {
+    const uint8x16_t u = vld1q_u8(qs);
+    b = vsubq_s8(vreinterpretq_s8_u8(c0 >= 16 ? vshrq_n_u8(u, 4) : vandq_u8(u, vdupq_n_u8(15))),
+                 vdupq_n_s8(8));
+  }
+  const int16x8_t lo = vmovl_s8(vget_low_s8(b)), hi = vmovl_s8(vget_high_s8(b));
+  out[0] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo)));
+  out[1] = vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo)));
+  out[2] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi)));
+  out[3] = vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi)));
+#endif
+}
+
 // ARMv8.0 and ARMv7: vmull.s8 products (int16) added pairwise into int32 lanes (vpadal.s16).
 struct QuantNeon {
   using Pv = QuantNeon;
@@ -78,19 +120,7 @@ struct QuantNeon {
   template <int T, int C>
   static void load_v(const uint8_t* qs, int c0, F* out) {
     static_assert(C == 4, "16 columns a chunk");
-    int8x16_t b;
-    if constexpr (T == 0) {
-      b = vld1q_s8(reinterpret_cast<const int8_t*>(qs + c0));
-    } else {
-      const uint8x16_t u = vld1q_u8(qs);
-      b = vsubq_s8(vreinterpretq_s8_u8(c0 >= 16 ? vshrq_n_u8(u, 4) : vandq_u8(u, vdupq_n_u8(15))),
-                   vdupq_n_s8(8));
-    }
-    const int16x8_t lo = vmovl_s8(vget_low_s8(b)), hi = vmovl_s8(vget_high_s8(b));
-    out[0] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo)));
-    out[1] = vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo)));
-    out[2] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi)));
-    out[3] = vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi)));
+    widen_block16<T>(qs, c0, out);
   }
   template <int T>
   static void dequant_block(const uint8_t* qs, float d, float* y) {
