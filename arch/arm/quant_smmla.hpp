@@ -5,10 +5,11 @@
 // into d = [r0 k0, r0 k1, r1 k0, r1 k1] (int32): 32 products an instruction, twice sdot's. A
 // pair of query rows is interleaved once per call, 8 bytes of each row a group (qp[p][b][g]); a
 // pair of keys is interleaved per block by 64-bit zips (4 per pair, shared by every row pair).
-// A block is then 4 smmla per row pair and key pair, its 2 x 2 exact sums converted once and
-// scaled by [dq0 dk0, dq0 dk1, dq1 dk0, dq1 dk1]. Four keys a step (two pairs); an odd row count
-// pads its last pair with a zero row (computed, never stored); a step's missing keys repeat its
-// last key (read in bounds, never stored).
+// A block is then 4 smmla per row pair and key pair, its 2 x 2 exact sums started at the bias
+// of qgemm_sdot.hpp (less 8 sum q for q4_0, whose nibbles go in unsigned), read as floats by
+// one subtraction and scaled by [dq0 dk0, dq0 dk1, dq1 dk0, dq1 dk1]. Four keys a step (two pairs);
+// an odd row count pads its last pair with a zero row (computed, never stored); a step's missing
+// keys repeat its last key (read in bounds, never stored).
 #pragma once
 
 #include <arm_neon.h>
@@ -18,6 +19,7 @@
 #include <cstring>
 
 #include "../kernels.hpp"
+#include "qgemm_sdot.hpp"
 #include "quant_neon.hpp"
 #include "quant_neon4.hpp"
 
@@ -34,12 +36,28 @@ inline int8x16_t zip2(int8x16_t a, int8x16_t b) {
   return vreinterpretq_s8_s64(vzip2q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b)));
 }
 
-// One row pair's exact block sums against a key pair whose groups are g[0..3].
-inline int32x4_t block(const int8x16_t* qp, const int8x16_t* g) {
-  int32x4_t t = vmmlaq_s32(vdupq_n_s32(0), qp[0], g[0]);
+// One row pair's block sums against a key pair whose groups are g[0..3], from start.
+inline int32x4_t block(int32x4_t start, const int8x16_t* qp, const int8x16_t* g) {
+  int32x4_t t = vmmlaq_s32(start, qp[0], g[0]);
   t = vmmlaq_s32(t, qp[1], g[1]);
   t = vmmlaq_s32(t, qp[2], g[2]);
   return vmmlaq_s32(t, qp[3], g[3]);
+}
+
+// A key's block as smmla reads it: q8_0 as stored; q4_0's nibbles n = q + 8 unsigned (the
+// offset's share, 8 sum q, is taken off the start instead of 8 off every value).
+template <int T>
+inline QuantNeon::B32 load_k(const uint8_t* p) {
+  if constexpr (T == 0) return QuantNeon::load_k<0>(p);
+  const uint8x16_t b = vld1q_u8(p);
+  return {vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(15))), vreinterpretq_s8_u8(vshrq_n_u8(b, 4))};
+}
+
+// The sum of row r's int8 in block b (QuantRows::sums where the caller took them).
+inline int32_t row_sum(const QuantRows& q, int r, int64_t b) {
+  if (q.sums != nullptr) return q.sums[r * q.blocks + b];
+  const int8_t* x = q.qs + r * q.ld + b * kQBlock;
+  return vaddlvq_s16(vaddq_s16(vpaddlq_s8(vld1q_s8(x)), vpaddlq_s8(vld1q_s8(x + 16))));
 }
 
 }  // namespace smmla
@@ -55,6 +73,7 @@ void quant_dot_smmla(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
     const int64_t nb = std::min(kMaxBlocks, q.blocks - b0);
     int8x16_t qp[P][kMaxBlocks][4];
     float32x4_t dq[P][kMaxBlocks];  // [d0, d0, d1, d1] of the pair's rows
+    int32x4_t st[P][kMaxBlocks];    // [s0, s0, s1, s1]: the bias less q4_0's offset share
     for (int p = 0; p < P; ++p)
       for (int64_t b = 0; b < nb; ++b) {
         const int r0 = 2 * p, r1 = 2 * p + 1;
@@ -66,6 +85,10 @@ void quant_dot_smmla(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
         const float d0 = q.d[r0 * q.blocks + b0 + b];
         const float d1 = r1 < R ? q.d[r1 * q.blocks + b0 + b] : 0.0f;
         dq[p][b] = vcombine_f32(vdup_n_f32(d0), vdup_n_f32(d1));
+        const int32_t s0 = T == 0 ? 0 : smmla::row_sum(q, r0, b0 + b);
+        const int32_t s1 = T == 0 || r1 >= R ? 0 : smmla::row_sum(q, r1, b0 + b);
+        st[p][b] =
+            vcombine_s32(vdup_n_s32(kQGemmNeonBias - 8 * s0), vdup_n_s32(kQGemmNeonBias - 8 * s1));
       }
     for (int64_t j = 0; j < n; j += 4) {
       const int64_t nk = std::min<int64_t>(4, n - j);
@@ -75,10 +98,10 @@ void quant_dot_smmla(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
       for (int p = 0; p < P; ++p) acc[p][0] = acc[p][1] = vdupq_n_f32(0.0f);
       for (int64_t b = 0; b < nb; ++b) {
         const int64_t at = b * BS;
-        const auto k0 = QuantNeon::load_k<T>(kp[0] + at + 2);
-        const auto k1 = QuantNeon::load_k<T>(kp[1] + at + 2);
-        const auto k2 = QuantNeon::load_k<T>(kp[2] + at + 2);
-        const auto k3 = QuantNeon::load_k<T>(kp[3] + at + 2);
+        const auto k0 = smmla::load_k<T>(kp[0] + at + 2);
+        const auto k1 = smmla::load_k<T>(kp[1] + at + 2);
+        const auto k2 = smmla::load_k<T>(kp[2] + at + 2);
+        const auto k3 = smmla::load_k<T>(kp[3] + at + 2);
         const int8x16_t g01[4] = {smmla::zip1(k0.lo, k1.lo), smmla::zip2(k0.lo, k1.lo),
                                   smmla::zip1(k0.hi, k1.hi), smmla::zip2(k0.hi, k1.hi)};
         const int8x16_t g23[4] = {smmla::zip1(k2.lo, k3.lo), smmla::zip2(k2.lo, k3.lo),
@@ -87,10 +110,10 @@ void quant_dot_smmla(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
         const float32x4_t dk01 = vcombine_f32(vget_low_f32(dk), vget_low_f32(dk));
         const float32x4_t dk23 = vcombine_f32(vget_high_f32(dk), vget_high_f32(dk));
         for (int p = 0; p < P; ++p) {
-          const int32x4_t t01 = smmla::block(qp[p][b], g01);
-          const int32x4_t t23 = smmla::block(qp[p][b], g23);
-          acc[p][0] = vfmaq_f32(acc[p][0], vcvtq_f32_s32(t01), vmulq_f32(dq[p][b], dk01));
-          acc[p][1] = vfmaq_f32(acc[p][1], vcvtq_f32_s32(t23), vmulq_f32(dq[p][b], dk23));
+          const int32x4_t t01 = smmla::block(st[p][b], qp[p][b], g01);
+          const int32x4_t t23 = smmla::block(st[p][b], qp[p][b], g23);
+          acc[p][0] = vfmaq_f32(acc[p][0], unbias_f32(t01), vmulq_f32(dq[p][b], dk01));
+          acc[p][1] = vfmaq_f32(acc[p][1], unbias_f32(t23), vmulq_f32(dq[p][b], dk23));
         }
       }
       // [r0 k0, r0 k1, r1 k0, r1 k1] and the same for k2, k3 -> each row's four keys.
