@@ -21,7 +21,10 @@ cortex-a72 and neoverse-n1.
 vmull.s8 + vpadal): multiply-accumulates per cycle, against a loop of 12 independent
 instructions of the loop's own kind on the same model (its integer dot peak).
 
-Usage: scripts/mca_loops.py OBJDUMP OBJECT aarch64|arm [--match REGEX] [--int]
+--bounds: instead of an object's loops, the bound loops of the integer families (bound_loops:
+the work the block format forces, nothing else), as a fraction of each model's peak loop.
+
+Usage: scripts/mca_loops.py OBJDUMP OBJECT aarch64|arm [--match REGEX] [--int | --bounds]
 """
 import argparse
 import re
@@ -163,6 +166,66 @@ def int_main(a, triple):
     return 0 if rows else 1
 
 
+def bound_loops():
+    """The best loop each integer kernel family can be, as (name, dot kind, dot count, body):
+    only the work its format forces, the loads aside. Blocks of 32 values each with its own
+    scale mean that every 4-lane int32 sum a block makes is started, converted to float, and
+    scaled by dq dk into an accumulator before the next block's; P V widens each int8 of V to
+    a float once for all its rows. The conversion is scvtf or, where a tile starts its sums at
+    the bits of 1.5 2^23, one subtraction (bias)."""
+    def tile(dot, per_out, outs, conv):
+        body = [f"movi v{o}.4s, #0" for o in range(outs)]
+        body += [f"{dot} v{o}.4s, v{16 + i % 8}.16b, v{24 + i % 4}.{'16b' if dot == 'smmla' else '4b[0]'}"
+                 for i in range(per_out) for o in range(outs)]
+        for o in range(outs):
+            body += ([f"scvtf v{o}.4s, v{o}.4s"] if conv == "scvtf" else [f"fsub v{o}.4s, v{o}.4s, v31.4s"])
+            body += [f"fmul v{8 + o}.4s, v28.4s, v29.4s", f"fmla v{o + 8}.4s, v{o}.4s, v30.4s"]
+        return body
+
+    def pv(rows, conv):  # 16 values of one key's block, 4 vectors, each row's p by element
+        body = ["sxtl v0.8h, v26.8b", "sxtl2 v1.8h, v26.16b"]
+        for i in range(4):
+            h = "sxtl" if i % 2 == 0 else "sxtl2"
+            src = f"v{i // 2}.{'4h' if i % 2 == 0 else '8h'}"
+            body += ([f"{h} v{2 + i}.4s, {src}", f"scvtf v{2 + i}.4s, v{2 + i}.4s"] if conv == "scvtf"
+                     else [f"saddw{'2' if i % 2 else ''} v{2 + i}.4s, v31.4s, {src}",
+                           f"fsub v{2 + i}.4s, v{2 + i}.4s, v30.4s"])
+        body += [f"fmla v{8 + 4 * r + i}.4s, v{2 + i}.4s, v24.s[{r}]" for r in range(rows) for i in range(4)]
+        return body
+
+    def dot4(conv):  # attention, one row, four keys read in place: lanes folded by addp
+        body = [f"movi v{o}.4s, #0" for o in range(4)]
+        body += [f"sdot v{o}.4s, v{16 + 2 * o + h}.16b, v{24 + h}.16b" for o in range(4) for h in range(2)]
+        body += ["addp v4.4s, v0.4s, v1.4s", "addp v5.4s, v2.4s, v3.4s", "addp v6.4s, v4.4s, v5.4s"]
+        body += ["scvtf v6.4s, v6.4s" if conv == "scvtf" else "fsub v6.4s, v6.4s, v31.4s"]
+        return body + ["fmul v7.4s, v28.4s, v29.4s", "fmla v8.4s, v6.4s, v7.4s"]
+
+    out = []
+    for conv in ("scvtf", "bias"):
+        out.append((f"sdot tile, 3x8, {conv}", "sdot", 48, tile("sdot", 8, 6, conv)))
+        out.append((f"smmla tile, 4x8, {conv}", "smmla", 32, tile("smmla", 4, 8, conv)))
+        out.append((f"dot, 1 row x 4 keys, {conv}", "sdot", 8, dot4(conv)))
+        out.append((f"P V, 4 rows, {conv}", "fmla", 16, pv(4, conv)))
+    return out
+
+
+def bounds_main(triple):
+    attr = "-mattr=+dotprod,+i8mm"
+    peaks = {"sdot": INT_PEAK["sdot"], "smmla": INT_PEAK["smmla"],
+             "fmla": "fmla v%d.4s, v12.4s, v13.4s"}
+    print(f"# {MCA} aarch64: the bound loops (--bounds): % of each model's peak loop of the kind")
+    print("| bound loop | kind | " + " | ".join(CPUS) + " |")
+    print("|---|---|" + "---|" * len(CPUS))
+    for name, kind, count, body in bound_loops():
+        cells = []
+        for cpu in CPUS:
+            peak = mca([peaks[kind] % i for i in range(12)], triple, cpu, attr)
+            c = mca(body, triple, cpu, attr)
+            cells.append(f"{100 * count / c / (12 / peak):.0f}%" if c and peak else "n/a")
+        print(f"| {name} | {kind} | " + " | ".join(cells) + " |")
+    return 0
+
+
 def mca(lines, triple, cpu, attr=None):
     src = "\n".join(lines) + "\n"
     r = subprocess.run([MCA, f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=200",
@@ -200,8 +263,11 @@ def main():
     ap.add_argument("arch", choices=["aarch64", "arm"])
     ap.add_argument("--match", default=None)
     ap.add_argument("--int", action="store_true")
+    ap.add_argument("--bounds", action="store_true")
     a = ap.parse_args()
     triple = "aarch64" if a.arch == "aarch64" else "armv8a"
+    if a.bounds:
+        return bounds_main(triple)
     if a.int:
         a.match = a.match or r"quant_dot"
         return int_main(a, triple)
