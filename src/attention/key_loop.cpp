@@ -143,8 +143,9 @@ void key_dots_quant(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
   const int ti = t.krows.block_index();
   const uint8_t* kblock = t.krows.row8(j0 + jb);
   // The kernels prefetch up to kDecodeKeys rows ahead, past the call only on its next page:
-  // calls of fewer rows (pages of 16) leave the page after that to this loop.
-  if (t.g.prefetch_kv && nb < kDecodeKeys) t.krows.prefetch_l2(j0 + jb + nb, kDecodeKeys);
+  // calls of fewer rows (pages of 16) leave the rows kDecodeKeys past their own to this loop,
+  // each row once (the window a call's rows shifted by kDecodeKeys: successive calls tile it).
+  if (t.g.prefetch_kv && nb < kDecodeKeys) t.krows.prefetch_l2(j0 + jb + kDecodeKeys, nb);
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i);
     const arch::QuantRows q{t.st.qq + i * D,
@@ -307,8 +308,8 @@ void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t) {
   for (int64_t kb = extent[0], kn; kb < extent[1]; kb += kn) {
     kn = t.vrows.run(j0 + kb, std::min(kDecodeKeys, extent[1] - kb));  // within a page
     const uint16_t* vsrc = t.vrows.row16(j0 + kb);
-    if (t.g.prefetch_kv)  // as K's, a block at a time (one call reads it)
-      t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kDecodeKeys);
+    if (t.g.prefetch_kv)  // as K's, a block's rows kDecodeKeys ahead (one call reads it)
+      t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kn);
     for (int64_t c0 = 0; c0 < Dv; c0 += cols)
       gk.wide16[t16][t.rows](kn, t.st.s + kb, kBK, 1, vsrc + c0, t.vrows.ld, t.st.o + c0, Dv,
                              std::min(cols, Dv - c0), 1.0f, 1.0f);
@@ -336,7 +337,7 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
     int64_t ldv;
     const float* vblock = t.vrows.tile(t.kt, j0 + kb, ke - kb, ldv);
     if (t.g.prefetch_kv)  // as pv_in_place_16
-      t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kDecodeKeys);
+      t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, ke - kb);
     for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
       const int64_t k0 = std::max(kb, extent[2 * p]), k1 = std::min(ke, extent[2 * p + 1]);
       const int64_t r = std::min(MR, t.rows - ir);
@@ -408,7 +409,7 @@ void pv_quant(const Task& t, int64_t j0, int64_t, int64_t) {
       for (int64_t kb = k0, kn; kb < k1; kb += kn) {  // page by page
         kn = t.vrows.run(j0 + kb, k1 - kb);
         if (t.g.prefetch_kv && i == ir && kn < kDecodeKeys)  // as key_dots_quant
-          t.vrows.prefetch_l2(j0 + kb + kn, kDecodeKeys);
+          t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kn);
         qk.pv[ti][r](kn, t.st.s + i * kBK + kb, kBK, t.vrows.row8(j0 + kb), t.vrows.ld_bytes(),
                      Dv / arch::kQBlock, t.st.o + i * Dv, Dv, t.vrows.after(j0 + kb + kn));
       }
