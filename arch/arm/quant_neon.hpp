@@ -14,14 +14,13 @@ namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
 
 // Columns [c0, c0 + 16) of a block's values as floats (the integers, unscaled). Built for
-// i8mm (the i8mm table's cores: Neoverse N2, Cortex-A510 / A710 and later), the last widening
-// adds them to the bits of 1.5 2^23 (less q4_0's offset 8), which read as a float less 1.5 2^23
-// are the values, exactly: a wide add and a subtraction on either vector pipe where a widening
-// and scvtf take three issue slots (scvtf two on one pipe); the older cores keep scvtf, one
-// slot there (llvm-mca's cortex-a76 model).
+// dotprod (Cortex-A55, A76 / Neoverse N1 and later), the last widening adds them to the bits of
+// 1.5 2^23 (less q4_0's offset 8), which read as a float less 1.5 2^23 are the values, exactly:
+// a wide add and a subtraction on either vector pipe where a widening and scvtf take three
+// issue slots (scvtf two on one pipe from the A76 on). ARMv8.0 (A53, A72) and ARMv7 keep scvtf.
 template <int T>
 inline void widen_block16(const uint8_t* qs, int c0, float32x4_t* out) {
-#if defined(__ARM_FEATURE_MATMUL_INT8)
+#if defined(__ARM_FEATURE_DOTPROD)
   int16x8_t lo, hi;
   if constexpr (T == 0) {
     const int8x16_t b = vld1q_s8(reinterpret_cast<const int8_t*>(qs + c0));
