@@ -3,16 +3,18 @@
 
 Reads the disassembly of an ARM kernel object (objdump -d -C), takes each function's innermost
 backward-branching loops that hold vector FMAs, and runs each body through llvm-mca on the
-models of current cores: little cortex-a55, cortex-a510 and cortex-a520; big cortex-a76 and
-cortex-a720; neoverse-n2 (i8mm). Prints, per loop: its FMAs (and their lanes:
+models of current cores: little cortex-a55 and cortex-a510 (LLVM 22's cortex-a520 is the a510's
+model); big neoverse-n1 (the Cortex-A76's core: LLVM 22's cortex-a76 and cortex-a78 are the
+Cortex-A57's model, printed beside it only to show that) and cortex-a720 (the neoverse-n2
+model); neoverse-n2 (i8mm). Prints, per loop: its FMAs (and their lanes:
 x4 float32, x8 fp16 arithmetic), loads and widenings (FCVTL / USHLL / VCVT: 16-bit storage),
 the cycles per iteration, the flops per cycle, and their fraction of that core's float32 FMA
 peak, measured the same way on a loop of 12 independent FMAs (so the peak is the model's own,
 not a datasheet's; the fp16 one is printed beside it). One iteration is one k step of a
 micro-kernel (several when the compiler unrolled it: the FMA count says how many). Only each
 function's k loop is shown: its innermost loop with the most FMAs. The peaks are the models'
-own (LLVM 22's cortex-a76 issues one 128-bit FMLA a cycle, its cortex-a55 two, neither as Arm's
-guides say), so the fractions compare loops with each other on one model, not with a datasheet.
+own (LLVM 22's cortex-a76, the A57's model, issues one 128-bit FMLA a cycle, its cortex-a55
+two, neither as Arm's guides say), so the fractions compare loops with each other on one model, not with a datasheet.
 llvm-mca 22 or 19 (scripts/install-deps.sh --mca) is preferred: LLVM 14's models have no core
 with i8mm and no Armv9 little or big core; with it the script falls back to cortex-a55,
 cortex-a72 and neoverse-n1.
@@ -33,7 +35,7 @@ import subprocess
 import sys
 
 MCA = next((m for m in ("llvm-mca-22", "llvm-mca-19", "llvm-mca") if shutil.which(m)), "llvm-mca")
-CPUS = (["cortex-a55", "cortex-a510", "cortex-a520", "cortex-a76", "cortex-a720", "neoverse-n2"]
+CPUS = (["cortex-a55", "cortex-a510", "neoverse-n1", "cortex-a76", "cortex-a720", "neoverse-n2"]
         if MCA != "llvm-mca" else ["cortex-a55", "cortex-a72", "neoverse-n1"])
 
 
