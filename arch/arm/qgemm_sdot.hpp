@@ -28,18 +28,10 @@
 #include <utility>
 
 #include "../kernels.hpp"
+#include "quant_neon.hpp"
 
 namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
-
-// The int32 sums start at this bias (QuantKernels::gemm_start_bias): its bits are the float
-// 1.5 2^23, so a sum s with |s| < 2^22 (a block's is at most 32 x 127 x 128) reads as the float
-// 1.5 2^23 + s, and one exact subtraction on either vector pipe replaces scvtf, which takes one
-// pipe for two cycles on N2-class cores.
-inline constexpr int32_t kQGemmNeonBias = 0x4B400000;
-inline float32x4_t unbias_f32(int32x4_t s) {
-  return vsubq_f32(vreinterpretq_f32_s32(s), vdupq_n_f32(12582912.0f));
-}
 
 inline constexpr int kQGemmSdotNr = 8;
 inline constexpr int kQGemmSdotMr = 3;

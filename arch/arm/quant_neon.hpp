@@ -13,6 +13,15 @@
 namespace tessera::arch {
 inline namespace TESSERA_KERNEL_NS {
 
+// Integer sums started at this bias (QuantKernels::gemm_start_bias; the dot kernels): its bits
+// are the float 1.5 2^23, so a sum s with |s| < 2^22 (a block's is at most 32 x 127 x 128) reads
+// as the float 1.5 2^23 + s, and one exact subtraction on either vector pipe replaces scvtf,
+// which takes one pipe for two cycles from the A76 on (llvm-mca's neoverse-n1 and n2).
+inline constexpr int32_t kQGemmNeonBias = 0x4B400000;
+inline float32x4_t unbias_f32(int32x4_t s) {
+  return vsubq_f32(vreinterpretq_f32_s32(s), vdupq_n_f32(12582912.0f));
+}
+
 // Columns [c0, c0 + 16) of a block's values as floats (the integers, unscaled). Built for
 // dotprod (Cortex-A55, A76 / Neoverse N1 and later), the last widening adds them to the bits of
 // 1.5 2^23 (less q4_0's offset 8), which read as a float less 1.5 2^23 are the values, exactly:
@@ -31,12 +40,11 @@ inline void widen_block16(const uint8_t* qs, int c0, float32x4_t* out) {
     lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(n)));
     hi = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(n)));
   }
-  const int32x4_t bias = vdupq_n_s32(0x4B400000 - (T == 0 ? 0 : 8));
-  const float32x4_t f = vdupq_n_f32(12582912.0f);
-  out[0] = vsubq_f32(vreinterpretq_f32_s32(vaddw_s16(bias, vget_low_s16(lo))), f);
-  out[1] = vsubq_f32(vreinterpretq_f32_s32(vaddw_s16(bias, vget_high_s16(lo))), f);
-  out[2] = vsubq_f32(vreinterpretq_f32_s32(vaddw_s16(bias, vget_low_s16(hi))), f);
-  out[3] = vsubq_f32(vreinterpretq_f32_s32(vaddw_s16(bias, vget_high_s16(hi))), f);
+  const int32x4_t bias = vdupq_n_s32(kQGemmNeonBias - (T == 0 ? 0 : 8));
+  out[0] = unbias_f32(vaddw_s16(bias, vget_low_s16(lo)));
+  out[1] = unbias_f32(vaddw_s16(bias, vget_high_s16(lo)));
+  out[2] = unbias_f32(vaddw_s16(bias, vget_low_s16(hi)));
+  out[3] = unbias_f32(vaddw_s16(bias, vget_high_s16(hi)));
 #else
   int8x16_t b;
   if constexpr (T == 0) {

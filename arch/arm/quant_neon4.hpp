@@ -34,6 +34,22 @@ inline float32x4_t scales(const uint8_t* b0, const uint8_t* b1, const uint8_t* b
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
 }
 
+// A key's block as the offset-free kernels read it: q8_0 as stored; q4_0's nibbles n = q + 8
+// unsigned (the offset's share, 8 sum q, comes off the start instead of 8 off every value).
+template <int T>
+inline QuantNeon::B32 load_k_unsigned(const uint8_t* p) {
+  if constexpr (T == 0) return QuantNeon::load_k<0>(p);
+  const uint8x16_t b = vld1q_u8(p);
+  return {vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(15))), vreinterpretq_s8_u8(vshrq_n_u8(b, 4))};
+}
+
+// The sum of row r's int8 in block b (QuantRows::sums where the caller took them).
+inline int32_t row_sum(const QuantRows& q, int r, int64_t b) {
+  if (q.sums != nullptr) return q.sums[r * q.blocks + b];
+  const int8_t* x = q.qs + r * q.ld + b * kQBlock;
+  return vaddlvq_s16(vaddq_s16(vpaddlq_s8(vld1q_s8(x)), vpaddlq_s8(vld1q_s8(x + 16))));
+}
+
 // [sum a0, sum a1, sum a2, sum a3]
 inline int32x4_t sum4(int32x4_t a0, int32x4_t a1, int32x4_t a2, int32x4_t a3) {
   return vpaddq_s32(vpaddq_s32(a0, a1), vpaddq_s32(a2, a3));
@@ -97,10 +113,15 @@ void quant_dot_sdot_rows(const QuantRows& q, const uint8_t* k, int64_t ldk, int6
     const int64_t nb = std::min(kMaxBlocks, q.blocks - b0);
     int8x16_t qt[kMaxBlocks][8];
     float32x4_t dq[kMaxBlocks];
+    int32x4_t st[kMaxBlocks];  // each row's start: the bias less q4_0's offset share 8 sum q
     for (int64_t b = 0; b < nb; ++b) {
       float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int r = 0; r < R; ++r) d[r] = q.d[r * q.blocks + b0 + b];
-      dq[b] = vld1q_f32(d);
+      int32_t s0[4] = {kQGemmNeonBias, kQGemmNeonBias, kQGemmNeonBias, kQGemmNeonBias};
+      for (int r = 0; r < R; ++r) {
+        d[r] = q.d[r * q.blocks + b0 + b];
+        if (T == 1) s0[r] -= 8 * neon4::row_sum(q, r, b0 + b);
+      }
+      dq[b] = vld1q_f32(d), st[b] = vld1q_s32(s0);
       for (int g = 0; g < 8; ++g) {
         int32_t lanes[4] = {0, 0, 0, 0};
         for (int r = 0; r < R; ++r)
@@ -110,13 +131,13 @@ void quant_dot_sdot_rows(const QuantRows& q, const uint8_t* k, int64_t ldk, int6
     }
     // One key's block b: every row's exact block sum, then scaled into acc.
     const auto block = [&](const uint8_t* kp, int64_t b, float32x4_t acc) {
-      const auto kv = QuantNeon::load_k<T>(kp + b * BS + 2);
-      int32x4_t t = vdupq_n_s32(0);
+      const auto kv = neon4::load_k_unsigned<T>(kp + b * BS + 2);
+      int32x4_t t = st[b];
       t = vdotq_laneq_s32(t, qt[b][0], kv.lo, 0), t = vdotq_laneq_s32(t, qt[b][1], kv.lo, 1);
       t = vdotq_laneq_s32(t, qt[b][2], kv.lo, 2), t = vdotq_laneq_s32(t, qt[b][3], kv.lo, 3);
       t = vdotq_laneq_s32(t, qt[b][4], kv.hi, 0), t = vdotq_laneq_s32(t, qt[b][5], kv.hi, 1);
       t = vdotq_laneq_s32(t, qt[b][6], kv.hi, 2), t = vdotq_laneq_s32(t, qt[b][7], kv.hi, 3);
-      return vfmaq_f32(acc, vcvtq_f32_s32(t), vmulq_n_f32(dq[b], QuantNeon::scale(kp + b * BS)));
+      return vfmaq_f32(acc, unbias_f32(t), vmulq_n_f32(dq[b], QuantNeon::scale(kp + b * BS)));
     };
     for (int64_t j = 0; j < n; j += 4) {
       const int64_t nk = std::min<int64_t>(4, n - j);

@@ -19,7 +19,6 @@
 #include <cstring>
 
 #include "../kernels.hpp"
-#include "qgemm_sdot.hpp"
 #include "quant_neon.hpp"
 #include "quant_neon4.hpp"
 
@@ -42,22 +41,6 @@ inline int32x4_t block(int32x4_t start, const int8x16_t* qp, const int8x16_t* g)
   t = vmmlaq_s32(t, qp[1], g[1]);
   t = vmmlaq_s32(t, qp[2], g[2]);
   return vmmlaq_s32(t, qp[3], g[3]);
-}
-
-// A key's block as smmla reads it: q8_0 as stored; q4_0's nibbles n = q + 8 unsigned (the
-// offset's share, 8 sum q, is taken off the start instead of 8 off every value).
-template <int T>
-inline QuantNeon::B32 load_k(const uint8_t* p) {
-  if constexpr (T == 0) return QuantNeon::load_k<0>(p);
-  const uint8x16_t b = vld1q_u8(p);
-  return {vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(15))), vreinterpretq_s8_u8(vshrq_n_u8(b, 4))};
-}
-
-// The sum of row r's int8 in block b (QuantRows::sums where the caller took them).
-inline int32_t row_sum(const QuantRows& q, int r, int64_t b) {
-  if (q.sums != nullptr) return q.sums[r * q.blocks + b];
-  const int8_t* x = q.qs + r * q.ld + b * kQBlock;
-  return vaddlvq_s16(vaddq_s16(vpaddlq_s8(vld1q_s8(x)), vpaddlq_s8(vld1q_s8(x + 16))));
 }
 
 }  // namespace smmla
@@ -85,8 +68,8 @@ void quant_dot_smmla(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
         const float d0 = q.d[r0 * q.blocks + b0 + b];
         const float d1 = r1 < R ? q.d[r1 * q.blocks + b0 + b] : 0.0f;
         dq[p][b] = vcombine_f32(vdup_n_f32(d0), vdup_n_f32(d1));
-        const int32_t s0 = T == 0 ? 0 : smmla::row_sum(q, r0, b0 + b);
-        const int32_t s1 = T == 0 || r1 >= R ? 0 : smmla::row_sum(q, r1, b0 + b);
+        const int32_t s0 = T == 0 ? 0 : neon4::row_sum(q, r0, b0 + b);
+        const int32_t s1 = T == 0 || r1 >= R ? 0 : neon4::row_sum(q, r1, b0 + b);
         st[p][b] =
             vcombine_s32(vdup_n_s32(kQGemmNeonBias - 8 * s0), vdup_n_s32(kQGemmNeonBias - 8 * s1));
       }
@@ -98,10 +81,10 @@ void quant_dot_smmla(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
       for (int p = 0; p < P; ++p) acc[p][0] = acc[p][1] = vdupq_n_f32(0.0f);
       for (int64_t b = 0; b < nb; ++b) {
         const int64_t at = b * BS;
-        const auto k0 = smmla::load_k<T>(kp[0] + at + 2);
-        const auto k1 = smmla::load_k<T>(kp[1] + at + 2);
-        const auto k2 = smmla::load_k<T>(kp[2] + at + 2);
-        const auto k3 = smmla::load_k<T>(kp[3] + at + 2);
+        const auto k0 = neon4::load_k_unsigned<T>(kp[0] + at + 2);
+        const auto k1 = neon4::load_k_unsigned<T>(kp[1] + at + 2);
+        const auto k2 = neon4::load_k_unsigned<T>(kp[2] + at + 2);
+        const auto k3 = neon4::load_k_unsigned<T>(kp[3] + at + 2);
         const int8x16_t g01[4] = {smmla::zip1(k0.lo, k1.lo), smmla::zip2(k0.lo, k1.lo),
                                   smmla::zip1(k0.hi, k1.hi), smmla::zip2(k0.hi, k1.hi)};
         const int8x16_t g23[4] = {smmla::zip1(k2.lo, k3.lo), smmla::zip2(k2.lo, k3.lo),
