@@ -16,6 +16,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "../common/quant_lanes.hpp"
 #include "../kernels.hpp"
 #include "quant_neon.hpp"
 
@@ -41,13 +42,6 @@ inline QuantNeon::B32 load_k_unsigned(const uint8_t* p) {
   if constexpr (T == 0) return QuantNeon::load_k<0>(p);
   const uint8x16_t b = vld1q_u8(p);
   return {vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(15))), vreinterpretq_s8_u8(vshrq_n_u8(b, 4))};
-}
-
-// The sum of row r's int8 in block b (QuantRows::sums where the caller took them).
-inline int32_t row_sum(const QuantRows& q, int r, int64_t b) {
-  if (q.sums != nullptr) return q.sums[r * q.blocks + b];
-  const int8_t* x = q.qs + r * q.ld + b * kQBlock;
-  return vaddlvq_s16(vaddq_s16(vpaddlq_s8(vld1q_s8(x)), vpaddlq_s8(vld1q_s8(x + 16))));
 }
 
 // [sum a0, sum a1, sum a2, sum a3]
@@ -119,7 +113,7 @@ void quant_dot_sdot_rows(const QuantRows& q, const uint8_t* k, int64_t ldk, int6
       int32_t s0[4] = {kQGemmNeonBias, kQGemmNeonBias, kQGemmNeonBias, kQGemmNeonBias};
       for (int r = 0; r < R; ++r) {
         d[r] = q.d[r * q.blocks + b0 + b];
-        if (T == 1) s0[r] -= 8 * neon4::row_sum(q, r, b0 + b);
+        if constexpr (T == 1) s0[r] -= 8 * row_block_sum(q, r, b0 + b);
       }
       dq[b] = vld1q_f32(d), st[b] = vld1q_s32(s0);
       for (int g = 0; g < 8; ++g) {

@@ -6,7 +6,7 @@
 // pair of query rows is interleaved once per call, 8 bytes of each row a group (qp[p][b][g]); a
 // pair of keys is interleaved per block by 64-bit zips (4 per pair, shared by every row pair).
 // A block is then 4 smmla per row pair and key pair, its 2 x 2 exact sums started at the bias
-// of qgemm_sdot.hpp (less 8 sum q for q4_0, whose nibbles go in unsigned), read as floats by
+// of quant_neon.hpp (less 8 sum q for q4_0, whose nibbles go in unsigned), read as floats by
 // one subtraction and scaled by [dq0 dk0, dq0 dk1, dq1 dk0, dq1 dk1]. Four keys a step (two pairs);
 // an odd row count pads its last pair with a zero row (computed, never stored); a step's missing
 // keys repeat its last key (read in bounds, never stored).
@@ -68,8 +68,8 @@ void quant_dot_smmla(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
         const float d0 = q.d[r0 * q.blocks + b0 + b];
         const float d1 = r1 < R ? q.d[r1 * q.blocks + b0 + b] : 0.0f;
         dq[p][b] = vcombine_f32(vdup_n_f32(d0), vdup_n_f32(d1));
-        const int32_t s0 = T == 0 ? 0 : neon4::row_sum(q, r0, b0 + b);
-        const int32_t s1 = T == 0 || r1 >= R ? 0 : neon4::row_sum(q, r1, b0 + b);
+        const int32_t s0 = T == 0 ? 0 : row_block_sum(q, r0, b0 + b);
+        const int32_t s1 = T == 0 || r1 >= R ? 0 : row_block_sum(q, r1, b0 + b);
         st[p][b] =
             vcombine_s32(vdup_n_s32(kQGemmNeonBias - 8 * s0), vdup_n_s32(kQGemmNeonBias - 8 * s1));
       }
