@@ -164,16 +164,16 @@ class QuantGemm : public tt::IsaTest {};
 TESSERA_INSTANTIATE_PER_ISA(QuantGemm);
 
 // The edge lattice: rows across the dot kernels' groups, keys across their steps of 2 and 4,
-// k across the VNNI kernel's 8-block passes, both types, both A layouts, alpha and beta,
-// padded rows.
+// k across the VNNI kernel's 8-block passes and the GEMV kernels' 16-block chunks, both types, both
+// A layouts, alpha and beta, padded rows.
 TEST_P(QuantGemm, ExactPathEdgeLattice) {
   TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
   int combo = 0;
   for (DType t : {DType::q8_0, DType::q4_0})
-    for (int64_t m : {1, 3, 4, 5, 9})
+    for (int64_t m : {1, 2, 3, 4, 5, 9})
       for (int64_t n : {1, 3, 6, 17, 33}) {
-        const int64_t ks[] = {32, 64, 96, 288, 320};
-        Case cs{m, n, ks[(m + n + combo) % 5], t};
+        const int64_t ks[] = {32, 64, 96, 288, 320, 1056};  // 1056: GEMV chunks and a tail
+        Case cs{m, n, ks[(m + n + combo) % 6], t};
         cs.ta = combo % 3 == 1 ? Transpose::trans : Transpose::no_trans;
         cs.alpha = combo % 3 == 2 ? -0.5f : 1.0f;
         cs.beta = combo % 2 ? 0.3f : 0.0f;
@@ -350,24 +350,24 @@ TEST_P(QuantGemm, RejectsBadArgumentsWritingNothing) {
           "b_type");
 }
 
-// A dot kernel that leaves out its call's last weight row (an executor that lost the last
-// column of each chunk does the same): the exact check must see it.
-const tessera::arch::QuantDotFn* g_real = nullptr;
+// A dot or GEMV kernel that leaves out its call's last weight row (an executor that lost the
+// last column of each chunk does the same): the exact check must see it.
+tessera::arch::QuantDotFn g_real[2] = {};
+template <int Slot>
 void drop_last_key(const tessera::arch::QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n,
                    float* s, int64_t lds, float alpha) {
-  (*g_real)(q, k, ldk, n > 1 ? n - 1 : n, s, lds, alpha);
+  g_real[Slot](q, k, ldk, n > 1 ? n - 1 : n, s, lds, alpha);
 }
 
-TEST_P(QuantGemm, MutantIsRejected) {
-  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+// The mutant's call: its failures counted (a test part result each), not reported.
+void expect_mutant_rejected(int64_t k) {
   tessera::arch::KernelTable mutant = tessera::detail::active_table();
-  static tessera::arch::QuantDotFn real;
-  real = mutant.quant.dot[0][1];
-  g_real = &real;
-  mutant.quant.dot[0][1] = &drop_last_key;
+  g_real[0] = mutant.quant.dot[0][1], g_real[1] = mutant.quant.gemv[0][1];
+  mutant.quant.dot[0][1] = &drop_last_key<0>;
+  if (g_real[1] != nullptr) mutant.quant.gemv[0][1] = &drop_last_key<1>;
   const tessera::arch::KernelTable* previous =
       tessera::detail::exchange_active_table_for_testing(&mutant);
-  Case cs{1, 100, 128, DType::q8_0};
+  Case cs{1, 100, k, DType::q8_0};
   Problem r = prepare(cs, 11);
   const tessera::Status st = call(cs, r);
   int64_t bad = 0;
@@ -379,7 +379,13 @@ TEST_P(QuantGemm, MutantIsRejected) {
   }
   tessera::detail::exchange_active_table_for_testing(previous);
   ASSERT_EQ(st, tessera::Status::ok);
-  EXPECT_GT(bad, 0) << "the mutant passed";
+  EXPECT_GT(bad, 0) << "the mutant passed (k " << k << ")";
+}
+
+TEST_P(QuantGemm, MutantIsRejected) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+  expect_mutant_rejected(128);   // the dot kernels
+  expect_mutant_rejected(1024);  // the GEMV kernels, where the table has them
 }
 
 }  // namespace

@@ -53,8 +53,9 @@ void test_dot(const KernelRow& row, int t) {
   const int R = row.rows;
   std::mt19937 gen(uint32_t(R * 10 + t));
   int combo = 0;
-  // Keys across the kernels' steps (2, 16) and their last partial step; blocks across the passes.
-  for (int64_t blocks : {1, 2, 3, 4, 8, 17})
+  // Keys across the kernels' steps (2, 16) and their last partial step; blocks across the passes
+  // and the GEMV kernels' chunks of 16 (whole, and with a tail).
+  for (int64_t blocks : {1, 2, 3, 4, 8, 16, 17, 35})
     for (int64_t n : {1, 2, 3, 5, 8, 16, 17, 35}) {
       const int64_t D = blocks * 32, ldk = blocks * arch::kQBlockBytes[t] + (combo % 3) * 7;
       const float alpha = combo++ % 2 ? 0.125f : -1.0f;

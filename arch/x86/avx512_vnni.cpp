@@ -6,6 +6,7 @@
 // 8 rows by 16 columns, is qgemm_vnni512.hpp's.
 #include "../common/quant.hpp"
 #include "qgemm_vnni512.hpp"
+#include "quant_gemv_vnni512.hpp"
 #include "quant_vnni512.hpp"
 #include "quant_x86.hpp"
 
@@ -43,6 +44,11 @@ const QuantKernels& avx512_vnni_quant_kernels() {
     k.dot[1][3] = &quant_dot_vnni512<1, 3>, k.dot[1][4] = &quant_dot_vnni512<1, 4>;
     static_assert(kMaxDotRows == 4, "a kernel per row count");
     for (int r = 2; r <= kMaxDotRows; ++r) k.dot_keys[0][r] = k.dot_keys[1][r] = vnni512::kKeys;
+    // Weight rows as stored, a key at a time (quant_gemv_vnni512.hpp), for one or two rows: from
+    // three the sixteen-key kernels' sharing of each key across rows wins.
+    k.gemv_rows = 2;
+    k.gemv[0][1] = &quant_gemv_vnni512<0, 1>, k.gemv[0][2] = &quant_gemv_vnni512<0, 2>;
+    k.gemv[1][1] = &quant_gemv_vnni512<1, 1>, k.gemv[1][2] = &quant_gemv_vnni512<1, 2>;
     fill_qgemm(k, std::make_integer_sequence<int, kQGemmMr>());
 #endif
     k.feature = "avx512_vnni";

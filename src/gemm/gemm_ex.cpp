@@ -321,17 +321,19 @@ Status run_block_b(const arch::KernelTable& t, Transpose ta, int64_t m, int64_t 
   if (vb.on()) {
     const detail::QuantGemmPlan p = detail::plan_quant_gemm(t, detail::active_tuning(), q);
     char names[96];
-    const int r = int(std::min<int64_t>(t.quant.dot_rows, p.rows));
+    const int r = int(std::min<int64_t>(p.gemv ? t.quant.gemv_rows : t.quant.dot_rows, p.rows));
     const char* dot = t.quant.dot_name ? t.quant.dot_name : "none";
     if (p.packed)
       std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_gemm_%s_%dx%d_%s", t.name,
                     detail::dtype_name(b_type), t.quant.gemm_name, t.quant.gemm_mr, t.quant.gemm_nr,
                     t.name);
     else
-      std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_dot_%s_%dx2_%s", t.name,
-                    detail::dtype_name(b_type), dot, r, t.name);
+      std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_%s_%s_%dx%d_%s", t.name,
+                    detail::dtype_name(b_type), p.gemv ? "gemv" : "dot", dot, r, p.gemv ? 1 : 2,
+                    t.name);
     vb.print("gemm_ex", st,
              p.packed     ? "int8-gemm-packed-b"
+             : p.gemv     ? "int8-gemv-rows"
              : p.few_rows ? "few-rows-int8-dot"
                           : "int8-dot-blocks",
              names, p.parallel ? tbb::this_task_arena::max_concurrency() : 1,

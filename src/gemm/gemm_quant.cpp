@@ -36,6 +36,7 @@ struct QuantizedA {
   int8_t* qs;
   float* d;
   int32_t* start;
+  int32_t* sums;  // each block's sum of q, for the GEMV kernels (QuantRows::sums)
 };
 
 constexpr int64_t kQuantizeRowsPerTask = 32;
@@ -74,12 +75,14 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
   const int64_t blocks = q.k / kBlockValues;
   const size_t qs_floats = line_floats(size_t(q.m * q.k / 4));
   const size_t d_floats = line_floats(size_t(q.m * blocks));
+  const bool per_block = plan.packed || plan.gemv;
   float* buf = thread_scratch(ScratchSlot::gemm_a)
-                   .floats(qs_floats + d_floats + (plan.packed ? size_t(q.m * blocks) : 0));
+                   .floats(qs_floats + d_floats + (per_block ? size_t(q.m * blocks) : 0));
   if (buf == nullptr) return fail(Status::out_of_memory, "cannot allocate the rounded rows of a");
-  out = {reinterpret_cast<int8_t*>(buf), buf + qs_floats,
-         plan.packed ? static_cast<int32_t*>(static_cast<void*>(buf + qs_floats + d_floats))
-                     : nullptr};
+  int32_t* ints =
+      per_block ? static_cast<int32_t*>(static_cast<void*>(buf + qs_floats + d_floats)) : nullptr;
+  out = {reinterpret_cast<int8_t*>(buf), buf + qs_floats, plan.packed ? ints : nullptr,
+         plan.gemv ? ints : nullptr};
   const int32_t off = kt.quant.gemm_offset[block_index(q.b_type)];
   const int32_t bias = kt.quant.gemm_start_bias[block_index(q.b_type)];
   const float* a = q.a;
@@ -97,8 +100,9 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
       return;
     }
     kt.quant.quantize_rows(i1 - i0, q.k, a + i0 * lda, lda, out.qs + i0 * q.k, out.d + i0 * blocks);
-    if (out.start == nullptr) return;
-    for (int64_t x = i0 * blocks; x < i1 * blocks; ++x)
+    for (int64_t x = i0 * blocks; out.sums && x < i1 * blocks; ++x)
+      out.sums[x] = block_sum(out.qs + x * kBlockValues);
+    for (int64_t x = i0 * blocks; out.start && x < i1 * blocks; ++x)
       out.start[x] = bias - off * block_sum(out.qs + x * kBlockValues);
   };
   const int64_t chunks = ceil_div(q.m, kQuantizeRowsPerTask);
@@ -166,6 +170,7 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
   // (the packers address a panel's rows by 32-bit offsets: QGemmPackFn)
   p.packed = q.panels != nullptr || (q.m >= tn.quant_gemm_pack_rows[block_index(q.b_type)] &&
                                      quant_panel_nr(kt, q.b_type, q.ldb) > 0);
+  p.gemv = !p.packed && q.m <= kt.quant.gemv_rows && q.k / kBlockValues >= tn.quant_gemv_min_blocks;
   p.rows = std::max<int64_t>(1, std::min(q.m, tn.quant_gemm_rows_per_task));
   // Weight rows of a task: its share of L2 (tuning), whole groups of 16 keys.
   const double row_bytes = double(storage_bytes(q.b_type, std::max<int64_t>(q.k, kBlockValues)));
@@ -174,6 +179,12 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
   const double b_bytes = row_bytes * double(q.n);
   p.parallel = macs >= (p.few_rows ? tn.min_parallel_macs_few_rows : tn.min_parallel_macs) ||
                b_bytes >= tn.min_parallel_operand_bytes;
+  // The GEMV kernels read each weight row once (one group of rows): tasks of a quarter of a
+  // thread's share rather than of L2.
+  if (p.gemv)
+    p.cols = std::max<int64_t>(
+        p.cols,
+        ceil_div(ceil_div(q.n, 4 * int64_t(tbb::this_task_arena::max_concurrency())), 16) * 16);
   // Enough tasks for every thread: about 4 a thread where the weights alone cannot give them.
   if (p.parallel) {
     const int64_t want = 4 * int64_t(tbb::this_task_arena::max_concurrency());
@@ -197,7 +208,8 @@ Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q) {
     return packed_gemm(kt, q, plan, qa);
   }
   const int t = block_index(q.b_type);
-  const int R = kt.quant.dot_rows;
+  const int R = plan.gemv ? kt.quant.gemv_rows : kt.quant.dot_rows;
+  const arch::QuantDotFn* dot = plan.gemv ? kt.quant.gemv[t] : kt.quant.dot[t];
   const int64_t blocks = q.k / kBlockValues, ldb = storage_bytes(q.b_type, q.ldb);
   // beta != 0: each call's sums go to the task's buffer first (the kernels write alpha sum).
   gemm_split::TaskScratch scratch;
@@ -214,13 +226,14 @@ Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q) {
     scratch.with_slice([&](float* sums) {
       for (int64_t i = i0; i < i1; i += R) {
         const int r = int(std::min<int64_t>(R, i1 - i));
-        const arch::QuantRows rows{qa.qs + i * q.k, qa.d + i * blocks, q.k, blocks};
+        arch::QuantRows rows{qa.qs + i * q.k, qa.d + i * blocks, q.k, blocks};
+        if (qa.sums) rows.sums = qa.sums + i * blocks;
         float* ci = q.c + i * q.ldc + j0;
         if (sums == nullptr) {
-          kt.quant.dot[t][r](rows, bj, ldb, nj, ci, q.ldc, q.alpha);
+          dot[r](rows, bj, ldb, nj, ci, q.ldc, q.alpha);
           continue;
         }
-        kt.quant.dot[t][r](rows, bj, ldb, nj, sums, plan.cols, q.alpha);
+        dot[r](rows, bj, ldb, nj, sums, plan.cols, q.alpha);
         for (int64_t x = 0; x < r; ++x)
           for (int64_t j = 0; j < nj; ++j)
             ci[x * q.ldc + j] = sums[x * plan.cols + j] + q.beta * ci[x * q.ldc + j];

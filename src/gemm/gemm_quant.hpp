@@ -34,8 +34,10 @@ struct QuantGemm {
 // packed: from quant_gemm_pack_rows rows on a table with a packed GEMM tile (QuantKernels::gemm): B
 // packed once per call into its panels, then the tile over row groups and panels; otherwise the dot
 // kernels read B as stored.
+// gemv: the table's GEMV kernels (QuantKernels::gemv) instead of its dot kernels, for up to
+// gemv_rows rows of A against weight rows of at least quant_gemv_min_blocks blocks.
 struct QuantGemmPlan {
-  bool few_rows, packed, parallel;
+  bool few_rows, packed, gemv, parallel;
   int64_t rows, cols;
 };
 QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, const QuantGemm& q);

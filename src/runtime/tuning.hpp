@@ -50,6 +50,10 @@ struct Tuning {
   // From this many rows of C, weights as stored are packed once per call for the table's tile
   // (where it has one): the packing's cost against the rows' saving. Per type: q8_0, q4_0.
   int64_t quant_gemm_pack_rows[2];
+  // From this many blocks a weight row, the GEMV kernels (a key at a time through its blocks)
+  // where the table has them, instead of the dot kernels (keys in groups, a slice of blocks at a
+  // time).
+  int64_t quant_gemv_min_blocks;
 };
 
 const Tuning& tuning_row(CpuClass c);
