@@ -7,7 +7,7 @@
 // chunk whose sixteen int32 sums end in one vector (a tree of unpacks and adds over the chunk's
 // product vectors), so the float work is one conversion, one product of the scales and one FMA per
 // 16 blocks and row, where the per-pair kernel spent them per 2 blocks and built each pair's
-// scales by lane moves; the keys' 16 scales come by scalar loads into one array. The stream is
+// scales by lane moves; the keys' 16 scales come by scalar loads, four to a word. The stream is
 // prefetched within the call's rows only. q8_0 puts two
 // blocks in a vector (the key unsigned, k + 128); q4_0 four: each block's 16 bytes of nibbles in a
 // 128-bit lane, the low nibbles against values 0-15 of its query block and the high against
@@ -31,8 +31,10 @@ namespace vnni512 {
 
 constexpr int kChunk = 16;  // blocks a chunk: their sums one vector
 
-// The stream is prefetched into L2 this many bytes ahead, two 4 KB pages: the hardware's L2
-// prefetcher stops at each page's end, and nearer distances (2-4 KB) gained nothing.
+// The stream is prefetched into L2 this many bytes ahead, two 4 KB pages: weights as stored
+// usually lie in 4 KB pages (a mapped file), at whose ends the hardware's L2 prefetcher stops;
+// nearer distances (2-4 KB) gained nothing. (The packed tile's weights, in huge pages, lost to
+// the same prefetch.)
 constexpr int64_t kGemvAhead = 8192;
 
 // Adds lanes within 128-bit lanes: lane L of the result = [sum_L a, sum_L b, sum_L c, sum_L d]
@@ -81,6 +83,20 @@ inline void chunk_key(const uint8_t* blk, __m512i* kv) {
       kv[4 + i] = _mm512_and_si512(_mm512_srli_epi16(z, 4), m);
     }
   }
+}
+
+// The chunk's 16 scales (f16), four to a 64-bit word in general registers: four vector inserts
+// where a lane insert per scale took sixteen.
+template <int T>
+inline __m256i chunk_scales(const uint8_t* blk) {
+  constexpr int64_t BS = kQBlockBytes[T];
+  long long w[4];
+  for (int i = 0; i < 4; ++i) {
+    uint64_t x = 0;
+    for (int j = 0; j < 4; ++j) x |= uint64_t(u16(blk + (4 * i + j) * BS)) << (16 * j);
+    w[i] = static_cast<long long>(x);
+  }
+  return _mm256_set_epi64x(w[3], w[2], w[1], w[0]);
 }
 
 // Row r's query bytes against the chunk's key vectors: the 16 block sums of q k + off sum q.
@@ -141,9 +157,7 @@ void quant_gemv_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64
           _mm_prefetch(reinterpret_cast<const char*>(blk + kGemvAhead + l), _MM_HINT_T1);
       __m512i kv[8];
       chunk_key<T>(blk, kv);
-      alignas(32) uint16_t h[kChunk];
-      for (int i = 0; i < kChunk; ++i) h[i] = u16(blk + i * BS);
-      const __m512 dk = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+      const __m512 dk = _mm512_cvtph_ps(chunk_scales<T>(blk));
       for (int r = 0; r < R; ++r) {
         const __m512i sums = _mm512_add_epi32(chunk_products<T>(q.qs + r * q.ld + b * kQBlock, kv),
                                               chunk_starts<T>(q, r, b));
