@@ -327,8 +327,9 @@ struct QuantKernels {
   QuantDotFn dot[2][kMaxDotRows + 1];
   QuantPvFn pv[2][kMaxDotRows + 1];
   // The same contract for weight rows as stored, thousands of values long (a GEMV): a key at a
-  // time through all its blocks, one sequential stream; gemv_rows 0: none (dot serves).
-  int gemv_rows = 0;
+  // time through all its blocks, one sequential stream; for R = 1..gemv_rows[t] (0: none, the
+  // dot kernels serve).
+  int gemv_rows[2] = {};
   QuantDotFn gemv[2][kMaxDotRows + 1] = {};
   // The packed GEMM tile: gemm[t][r] for r = 1..gemm_mr rows by gemm_nr columns, panels of
   // gemm_block_bytes[t] bytes per block packed by gemm_pack[t]; gemm_mr 0: none (the dot kernels

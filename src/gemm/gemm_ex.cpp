@@ -321,7 +321,8 @@ Status run_block_b(const arch::KernelTable& t, Transpose ta, int64_t m, int64_t 
   if (vb.on()) {
     const detail::QuantGemmPlan p = detail::plan_quant_gemm(t, detail::active_tuning(), q);
     char names[96];
-    const int r = int(std::min<int64_t>(p.gemv ? t.quant.gemv_rows : t.quant.dot_rows, p.rows));
+    const int r = int(std::min<int64_t>(
+        p.gemv ? t.quant.gemv_rows[detail::block_index(b_type)] : t.quant.dot_rows, p.rows));
     const char* dot = t.quant.dot_name ? t.quant.dot_name : "none";
     if (p.packed)
       std::snprintf(names, sizeof names, "q8_0_rows_from_f32_%s+%s_gemm_%s_%dx%d_%s", t.name,

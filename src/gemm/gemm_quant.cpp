@@ -170,7 +170,8 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
   // (the packers address a panel's rows by 32-bit offsets: QGemmPackFn)
   p.packed = q.panels != nullptr || (q.m >= tn.quant_gemm_pack_rows[block_index(q.b_type)] &&
                                      quant_panel_nr(kt, q.b_type, q.ldb) > 0);
-  p.gemv = !p.packed && q.m <= kt.quant.gemv_rows && q.k / kBlockValues >= tn.quant_gemv_min_blocks;
+  p.gemv = !p.packed && q.m <= kt.quant.gemv_rows[block_index(q.b_type)] &&
+           q.k / kBlockValues >= tn.quant_gemv_min_blocks;
   p.rows = std::max<int64_t>(1, std::min(q.m, tn.quant_gemm_rows_per_task));
   // Weight rows of a task: its share of L2 (tuning), whole groups of 16 keys.
   const double row_bytes = double(storage_bytes(q.b_type, std::max<int64_t>(q.k, kBlockValues)));
@@ -208,7 +209,7 @@ Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q) {
     return packed_gemm(kt, q, plan, qa);
   }
   const int t = block_index(q.b_type);
-  const int R = plan.gemv ? kt.quant.gemv_rows : kt.quant.dot_rows;
+  const int R = plan.gemv ? kt.quant.gemv_rows[t] : kt.quant.dot_rows;
   const arch::QuantDotFn* dot = plan.gemv ? kt.quant.gemv[t] : kt.quant.dot[t];
   const int64_t blocks = q.k / kBlockValues, ldb = storage_bytes(q.b_type, q.ldb);
   // beta != 0: each call's sums go to the task's buffer first (the kernels write alpha sum).
