@@ -330,6 +330,7 @@ struct QuantKernels {
   // time through all its blocks, one sequential stream; for R = 1..gemv_rows[t] (0: none, the
   // dot kernels serve).
   int gemv_rows[2] = {};
+  const char* gemv_name = "";  // their instruction
   QuantDotFn gemv[2][kMaxDotRows + 1] = {};
   // The packed GEMM tile: gemm[t][r] for r = 1..gemm_mr rows by gemm_nr columns, panels of
   // gemm_block_bytes[t] bytes per block packed by gemm_pack[t]; gemm_mr 0: none (the dot kernels

@@ -6,6 +6,7 @@
 // are the v8.2 ones, rebuilt here.
 #include "../common/quant.hpp"
 #include "qgemm_smmla.hpp"
+#include "quant_gemv_sdot.hpp"
 #include "quant_neon.hpp"
 #include "quant_smmla.hpp"
 
@@ -22,6 +23,7 @@ const QuantKernels& neon64_i8mm_quant_kernels() {
     static_assert(kMaxDotRows == 4, "a kernel per row count");
     k.dot_name = "smmla";
 #endif
+    fill_gemv_sdot(k);  // (the weight rows' stream, not the products, bounds a GEMV)
     fill_qgemm_smmla(k, std::make_integer_sequence<int, kQGemmSmmlaMr>());
     k.feature = "i8mm";
     return k;

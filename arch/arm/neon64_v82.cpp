@@ -8,6 +8,7 @@
 #include "gemm_ukernel_neon64.hpp"
 #include "hgemm_neon64_fp16.hpp"
 #include "qgemm_sdot.hpp"
+#include "quant_gemv_sdot.hpp"
 #include "quant_neon.hpp"
 #include "quant_neon4.hpp"
 #include "widen_neon64.hpp"
@@ -22,6 +23,7 @@ const KernelTable& neon64_v82_table() {
     t.convert = make_convert_kernels<Neon64HalfLanes>();
     t.quant = make_quant_kernels<QuantNeonDot>();
     use_neon4_dots<QuantNeonDot>(t.quant);
+    fill_gemv_sdot(t.quant);
     fill_qgemm_sdot(t.quant, std::make_integer_sequence<int, kQGemmSdotMr>());
     fill_hgemm_neon64_fp16<8, 2>(t.hgemm, std::make_integer_sequence<int, 8>());
     return t;

@@ -27,6 +27,7 @@ const KernelTable& avx2_table() {
     // Weight rows as stored, a key at a time (quant_gemv_avx2.hpp): q8_0 for one or two rows,
     // q4_0 for one (two rows go faster eight keys a step, above).
     t.quant.gemv_rows[0] = 2, t.quant.gemv_rows[1] = 1;
+    t.quant.gemv_name = "pmaddubsw";
     t.quant.gemv[0][1] = &quant_gemv_avx2<0, 1>, t.quant.gemv[0][2] = &quant_gemv_avx2<0, 2>;
     t.quant.gemv[1][1] = &quant_gemv_avx2<1, 1>;
 #endif

@@ -47,6 +47,7 @@ const QuantKernels& avx512_vnni_quant_kernels() {
     // Weight rows as stored, a key at a time (quant_gemv_vnni512.hpp), for one or two rows: from
     // three the sixteen-key kernels' sharing of each key across rows wins.
     k.gemv_rows[0] = k.gemv_rows[1] = 2;
+    k.gemv_name = "vpdpbusd";
     k.gemv[0][1] = &quant_gemv_vnni512<0, 1>, k.gemv[0][2] = &quant_gemv_vnni512<0, 2>;
     k.gemv[1][1] = &quant_gemv_vnni512<1, 1>, k.gemv[1][2] = &quant_gemv_vnni512<1, 2>;
     fill_qgemm(k, std::make_integer_sequence<int, kQGemmMr>());

@@ -110,7 +110,7 @@ struct Adder {
             types[i]);
       }
       // q8_0_gemv_vpdpbusd_1x1_avx512: weight rows a key at a time
-      const std::string gemv = std::string("gemv_") + (q.dot_name ? q.dot_name : "");
+      const std::string gemv = std::string("gemv_") + q.gemv_name;
       for (int r = 1; r <= q.gemv_rows[i]; ++r)
         add(dots[i], gemv.c_str(), r, 1, 0, 0, reinterpret_cast<const void*>(q.gemv[i][r]),
             types[i], q.feature);
