@@ -125,9 +125,11 @@ class AttentionTester {
 
   // K and V in pools of pages of `page` rows, through a block table: each batch's pages in a
   // shuffled order among spare pages of NaN (a block type's: of 1e4), the table's entries past
-  // a batch's valid keys -1; none of them may be read.
-  AttentionTester& paged(int64_t page) {
-    page_ = page;
+  // a batch's valid keys -1; none of them may be read. runs: the pool head-major
+  // ([head][page][row]) and the pages shuffled in runs of three that lie one after another
+  // (which the readers may take as one).
+  AttentionTester& paged(int64_t page, bool runs = false) {
+    page_ = page, runs_ = runs;
     return *this;
   }
 
@@ -257,22 +259,32 @@ class AttentionTester {
     auto set = [&](int64_t* st, int64_t dim) {
       if (bshd_)
         st[0] = page_ * d.kv_heads * dim, st[1] = dim, st[2] = d.kv_heads * dim;
+      else if (runs_)
+        st[0] = page_ * dim, st[1] = pages * page_ * dim, st[2] = dim;
       else
         st[0] = d.kv_heads * page_ * dim, st[1] = page_ * dim, st[2] = dim;
     };
     set(d.k_stride, d.head_dim);
     set(d.v_stride, d.value_dim);
-    std::vector<int32_t> order(static_cast<size_t>(pages));
-    for (int64_t i = 0; i < pages; ++i) order[size_t(i)] = int32_t(i);
-    std::shuffle(order.begin(), order.end(), std::mt19937(seed + 6));
+    const int64_t run = runs_ ? 3 : 1;  // pages a shuffled unit
+    std::vector<int32_t> units(static_cast<size_t>((pages + run - 1) / run)), order;
+    for (size_t i = 0; i < units.size(); ++i) units[i] = int32_t(i);
+    std::shuffle(units.begin(), units.end(), std::mt19937(seed + 6));
+    for (const int32_t u : units)
+      for (int64_t i = u * run; i < std::min(pages, (u + 1) * run); ++i)
+        order.push_back(int32_t(i));
     p_.table.assign(order.begin(), order.begin() + d.batch * per_batch);
     const float poison =
         AttentionProblem::block(d.k_type) || AttentionProblem::block(d.v_type) ? 1e4f : tt::kNaN;
-    for (size_t s = size_t(d.batch * per_batch); s < order.size(); ++s) {
-      const int64_t pk = d.kv_heads * page_ * d.head_dim, pv = d.kv_heads * page_ * d.value_dim;
-      std::fill_n(p_.k.begin() + order[s] * pk, pk, poison);
-      std::fill_n(p_.v.begin() + order[s] * pv, pv, poison);
-    }
+    // A spare page's rows: every head's, side by side or (runs) one run per head.
+    const int64_t heads = runs_ ? d.kv_heads : 1, per = runs_ ? page_ : d.kv_heads * page_;
+    for (size_t s = size_t(d.batch * per_batch); s < order.size(); ++s)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t at = d.k_stride[0] * order[s] + (runs_ ? d.k_stride[1] * h : 0);
+        const int64_t av = d.v_stride[0] * order[s] + (runs_ ? d.v_stride[1] * h : 0);
+        std::fill_n(p_.k.begin() + at, per * d.head_dim, poison);
+        std::fill_n(p_.v.begin() + av, per * d.value_dim, poison);
+      }
     d.block_table = p_.table.data();
     d.block_table_stride = per_batch;
     d.page_size = page_;
@@ -281,7 +293,7 @@ class AttentionTester {
 
   AttentionProblem p_;
   int64_t page_ = 0;
-  bool bshd_ = false, lse_ = false, kv_lens_ = false, mask_ = false, alibi_ = false;
+  bool bshd_ = false, lse_ = false, kv_lens_ = false, mask_ = false, alibi_ = false, runs_ = false;
   bool sinks_ = false;
   int bias_ = 0;
 };

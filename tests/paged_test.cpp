@@ -71,6 +71,15 @@ TEST_P(Paged, EveryPathAndKvTypeAgainstTheReference) {
           .with_lse()
           .paged(page)
           .test(1e-5, seed++);
+      // the same over a head-major pool whose pages run on in memory three at a time (the
+      // readers' calls span them), and one-token decode there
+      for (const int64_t q_len : {3, 1})
+        AttentionTester(2, 8, 2, q_len, 1700, 64, 64)
+            .kv_types(ty.k, ty.v)
+            .causal(BR)
+            .with_kv_lens()
+            .paged(page, true)
+            .test(1e-5, seed++);
       if (HasFatalFailure()) return;
     }
   }

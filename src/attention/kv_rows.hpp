@@ -82,8 +82,17 @@ struct KvRows {
   static bool block(tessera_dtype t) { return t == TESSERA_Q8_0 || t == TESSERA_Q4_0; }
   // The kernel tables' index of a block type: 0 q8_0, 1 q4_0.
   int block_index() const { return type == TESSERA_Q4_0 ? 1 : 0; }
-  // The rows from j to the end of its page (as many as asked without pages).
-  int64_t run(int64_t j, int64_t n) const { return table ? std::min(n, page - j % page) : n; }
+  // The rows from j to the end of its page, and on through the pages that follow it in memory
+  // (each page's first row ld after the last one's: a head-major pool handed out in order), so
+  // that the readers' calls span them as one (as many as asked without pages).
+  int64_t run(int64_t j, int64_t n) const {
+    if (!table) return n;
+    int64_t m = page - j % page;
+    for (int64_t p = j / page; m < n && table[p + 1] * page_ld == table[p] * page_ld + page * ld;
+         ++p)
+      m += page;
+    return std::min(n, m);
+  }
   const char* row(int64_t j) const {
     if (table) return base + bytes(type, table[j / page] * page_ld + j % page * ld);
     return base + bytes(type, j * ld);
@@ -100,10 +109,11 @@ struct KvRows {
     }
   }
   // Where the rows from j on lie, for the prefetches of a kernel whose call ends before j: as
-  // many as run on within j's page (none at or past `end`).
+  // many as run on from j's page, up to kAfterRows (none at or past `end`).
+  static constexpr int64_t kAfterRows = 64;  // (the kernels prefetch a group of 32 ahead)
   arch::NextRows after(int64_t j) const {
     if (j >= end) return {};
-    return {row8(j), run(j, end - j)};
+    return {row8(j), run(j, std::min(end - j, kAfterRows))};
   }
   int64_t ld_bytes() const { return bytes(type, ld); }
   int64_t row_bytes() const { return bytes(type, len); }
