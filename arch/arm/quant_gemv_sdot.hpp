@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../common/quant_lanes.hpp"
 #include "../kernels.hpp"
 #include "quant_neon.hpp"
 
@@ -28,12 +29,6 @@ inline namespace TESSERA_KERNEL_NS {
 namespace sdot_gemv {
 
 constexpr int kChunk = 4;  // blocks a chunk: their sums one vector
-
-inline uint16_t u16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return h;
-}
 
 // A block's values 0-15 and 16-31 (q8_0: k; q4_0: the stored nibbles n = k + 8).
 template <int T>
@@ -75,13 +70,10 @@ inline int32x4_t chunk_starts(const QuantRows& q, int r, int64_t b) {
   return vsubq_s32(bias, vshlq_n_s32(sums, 3));
 }
 
-// The chunk's 4 scales as one 64-bit word, widened.
+// The chunk's 4 scales as one word (scale_word), widened.
 template <int T>
 inline float32x4_t chunk_scales(const uint8_t* blk) {
-  constexpr int64_t BS = kQBlockBytes[T];
-  uint64_t x = 0;
-  for (int j = 0; j < kChunk; ++j) x |= uint64_t(u16(blk + j * BS)) << (16 * j);
-  return vcvt_f32_f16(vreinterpret_f16_u64(vcreate_u64(x)));
+  return vcvt_f32_f16(vreinterpret_f16_u64(vcreate_u64(scale_word<T>(blk))));
 }
 
 }  // namespace sdot_gemv
@@ -113,7 +105,7 @@ void quant_gemv_sdot(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
       const uint8_t* blk = key + b * BS;
       int8x16_t lo, hi;
       key_block<T>(blk, lo, hi);
-      const float dk = convert_detail::f16_to_f32(u16(blk));
+      const float dk = convert_detail::f16_to_f32(scale_bits(blk));
       for (int r = 0; r < R; ++r) {
         const int8_t* qp = q.qs + r * q.ld + b * kQBlock;
         int32x4_t p = block_products(lo, hi, qp);

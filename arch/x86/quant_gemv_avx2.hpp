@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../common/quant_lanes.hpp"
 #include "../kernels.hpp"
 
 namespace tessera::arch {
@@ -25,15 +26,6 @@ inline namespace TESSERA_KERNEL_NS {
 namespace avx2_gemv {
 
 constexpr int kChunk = 8;  // blocks a chunk: their sums one vector
-
-// The stream prefetched into L2 two 4 KB pages ahead, as quant_gemv_vnni512.hpp's.
-constexpr int64_t kAhead = 8192;
-
-inline uint16_t u16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return h;
-}
 
 // The 8 int32 sums of 8 block vectors (8 int32 each), in block order: two unpack levels add
 // within 128-bit lanes, then the halves.
@@ -91,17 +83,12 @@ inline __m256i chunk_starts(const QuantRows& q, int r, int64_t b) {
   return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 3));
 }
 
-// The chunk's 8 scales, four to a 64-bit word in general registers.
+// The chunk's 8 scales, four to a word (scale_word).
 template <int T>
 inline __m256 chunk_scales(const uint8_t* blk) {
-  constexpr int64_t BS = kQBlockBytes[T];
-  long long w[2];
-  for (int i = 0; i < 2; ++i) {
-    uint64_t x = 0;
-    for (int j = 0; j < 4; ++j) x |= uint64_t(u16(blk + (4 * i + j) * BS)) << (16 * j);
-    w[i] = static_cast<long long>(x);
-  }
-  return _mm256_cvtph_ps(_mm_set_epi64x(w[1], w[0]));
+  return _mm256_cvtph_ps(
+      _mm_set_epi64x(static_cast<long long>(scale_word<T>(blk + 4 * kQBlockBytes[T])),
+                     static_cast<long long>(scale_word<T>(blk))));
 }
 
 inline float hsum(__m256 v) {
@@ -125,9 +112,7 @@ void quant_gemv_avx2(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
     for (int r = 0; r < R; ++r) acc[r] = tail[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < whole; b += kChunk) {
       const uint8_t* blk = key + b * BS;
-      if (blk + kAhead < end)
-        for (int64_t l = 0; l < kChunk * BS; l += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(blk + kAhead + l), _MM_HINT_T1);
+      prefetch_gemv_ahead(blk, kChunk * BS, end);
       __m256i kv[kChunk];
       for (int i = 0; i < kChunk; ++i) kv[i] = key_block<T>(blk + i * BS);
       const __m256 dk = chunk_scales<T>(blk);
@@ -144,7 +129,7 @@ void quant_gemv_avx2(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t 
     for (int64_t b = whole; b < blocks; ++b) {
       const uint8_t* blk = key + b * BS;
       const __m256i kv = key_block<T>(blk);
-      const float dk = _cvtsh_ss(u16(blk));
+      const float dk = _cvtsh_ss(scale_bits(blk));
       for (int r = 0; r < R; ++r) {
         const int8_t* qp = q.qs + r * q.ld + b * kQBlock;
         __m256i p = block_products<T>(kv, qp);

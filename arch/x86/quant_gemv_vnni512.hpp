@@ -7,8 +7,8 @@
 // chunk whose sixteen int32 sums end in one vector (a tree of unpacks and adds over the chunk's
 // product vectors), so the float work is one conversion, one product of the scales and one FMA per
 // 16 blocks and row, where the per-pair kernel spent them per 2 blocks and built each pair's
-// scales by lane moves; the keys' 16 scales come by scalar loads, four to a word. The stream is
-// prefetched within the call's rows only. q8_0 puts two
+// scales by lane moves; the keys' 16 scales come four to a word (quant_lanes.hpp, as the stream's
+// prefetch). q8_0 puts two
 // blocks in a vector (the key unsigned, k + 128); q4_0 four: each block's 16 bytes of nibbles in a
 // 128-bit lane, the low nibbles against values 0-15 of its query block and the high against
 // 16-31. The offset's share (-off sum q) is added to the chunk's sums (QuantRows::sums, or summed
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../common/quant_lanes.hpp"
 #include "../kernels.hpp"
 #include "quant_vnni512.hpp"
 
@@ -30,12 +31,6 @@ inline namespace TESSERA_KERNEL_NS {
 namespace vnni512 {
 
 constexpr int kChunk = 16;  // blocks a chunk: their sums one vector
-
-// The stream is prefetched into L2 this many bytes ahead, two 4 KB pages: weights as stored
-// usually lie in 4 KB pages (a mapped file), at whose ends the hardware's L2 prefetcher stops;
-// nearer distances (2-4 KB) gained nothing. (The packed tile's weights, in huge pages, lost to
-// the same prefetch.)
-constexpr int64_t kGemvAhead = 8192;
 
 // Adds lanes within 128-bit lanes: lane L of the result = [sum_L a, sum_L b, sum_L c, sum_L d]
 // (sum_L: the four int32 of 128-bit lane L).
@@ -85,18 +80,14 @@ inline void chunk_key(const uint8_t* blk, __m512i* kv) {
   }
 }
 
-// The chunk's 16 scales (f16), four to a 64-bit word in general registers: four vector inserts
-// where a lane insert per scale took sixteen.
+// The chunk's 16 scales (f16), four to a word (scale_word).
 template <int T>
 inline __m256i chunk_scales(const uint8_t* blk) {
   constexpr int64_t BS = kQBlockBytes[T];
-  long long w[4];
-  for (int i = 0; i < 4; ++i) {
-    uint64_t x = 0;
-    for (int j = 0; j < 4; ++j) x |= uint64_t(u16(blk + (4 * i + j) * BS)) << (16 * j);
-    w[i] = static_cast<long long>(x);
-  }
-  return _mm256_set_epi64x(w[3], w[2], w[1], w[0]);
+  return _mm256_set_epi64x(static_cast<long long>(scale_word<T>(blk + 12 * BS)),
+                           static_cast<long long>(scale_word<T>(blk + 8 * BS)),
+                           static_cast<long long>(scale_word<T>(blk + 4 * BS)),
+                           static_cast<long long>(scale_word<T>(blk)));
 }
 
 // Row r's query bytes against the chunk's key vectors: the 16 block sums of q k + off sum q.
@@ -152,9 +143,7 @@ void quant_gemv_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64
     for (int r = 0; r < R; ++r) acc[r] = tail[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < whole; b += kChunk) {
       const uint8_t* blk = key + b * BS;
-      if (blk + kGemvAhead < end)
-        for (int64_t l = 0; l < kChunk * BS; l += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(blk + kGemvAhead + l), _MM_HINT_T1);
+      prefetch_gemv_ahead(blk, kChunk * BS, end);
       __m512i kv[8];
       chunk_key<T>(blk, kv);
       const __m512 dk = _mm512_cvtph_ps(chunk_scales<T>(blk));
