@@ -17,14 +17,14 @@
 //    row the 8-row tile spilled its row addresses and reloaded them from the stack every block.
 //  - Stateless, no allocation; reads the panel's blocks and A's rows only.
 //
-// Per block and 16 columns a row costs 8 vpdpbusd (A's 4 bytes broadcast from memory) and 3
-// float operations; the panel's loads (and q4_0's nibble split) are shared by the R rows.
+// Per block and 16 columns a row costs 8 vpdpbusd (A's 4 bytes broadcast within the instruction's
+// memory operand) and 3 float operations; the panel's loads (and q4_0's nibble split) are shared
+// by the R rows.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "../kernels.hpp"
 
@@ -61,10 +61,12 @@ void qgemm_pack_vnni512(int64_t cols, int64_t blocks, const uint8_t* b, int64_t 
 
 namespace qgemm512 {
 
-inline __m512i bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
+// acc + x . (the 4 bytes at p, broadcast), the broadcast embedded in vpdpbusd's memory operand.
+inline __m512i dpbusd_bcast(__m512i acc, __m512i x, const int8_t* p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+          : "+v"(acc)
+          : "v"(x), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
 }
 
 }  // namespace qgemm512
@@ -74,7 +76,6 @@ inline __m512i bcast4(const int8_t* p) {
 template <int T, int R>
 void qgemm_vnni512(const QGemmRows& a, const uint8_t* panel, float* c, int64_t ldc, int64_t cols,
                    float alpha, float beta) {
-  using qgemm512::bcast4;
   constexpr int kChains = R <= 2 ? 2 : 1;
   const int64_t blocks = a.blocks;
   __m512 acc[R];
@@ -95,24 +96,30 @@ void qgemm_vnni512(const QGemmRows& a, const uint8_t* panel, float* c, int64_t l
       for (int g = 0; g < 8; ++g) {
         const __m512i w = _mm512_loadu_si512(p + 32 + 64 * g);
         for (int r = 0; r < R; ++r)
-          is[g % kChains][r] =
-              _mm512_dpbusd_epi32(is[g % kChains][r], w, bcast4(q + 4 * (g * R + r)));
+          is[g % kChains][r] = qgemm512::dpbusd_bcast(is[g % kChains][r], w, q + 4 * (g * R + r));
       }
     } else {
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
-        const __m512i raw = _mm512_loadu_si512(p + 32 + 64 * g);
+        __m512i raw = _mm512_loadu_si512(p + 32 + 64 * g);
+        // One load for both halves: GCC otherwise folds it into each use, doubling the L1 reads.
+        __asm__("" : "+v"(raw));
         const __m512i lo = _mm512_and_si512(raw, nib);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib);
+        // With a chain of their own the high nibbles stay in place (16 n, so every term and the
+        // chain's sum are multiples of 16: one exact shift a block); one chain shifts them down.
+        const __m512i hi = kChains == 2 ? _mm512_andnot_si512(nib, raw)
+                                        : _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib);
         for (int r = 0; r < R; ++r) {
-          is[0][r] = _mm512_dpbusd_epi32(is[0][r], lo, bcast4(q + 4 * (g * R + r)));
+          is[0][r] = qgemm512::dpbusd_bcast(is[0][r], lo, q + 4 * (g * R + r));
           is[kChains - 1][r] =
-              _mm512_dpbusd_epi32(is[kChains - 1][r], hi, bcast4(q + 4 * ((g + 4) * R + r)));
+              qgemm512::dpbusd_bcast(is[kChains - 1][r], hi, q + 4 * ((g + 4) * R + r));
         }
       }
     }
     for (int r = 0; r < R; ++r) {
-      const __m512i sum = kChains == 2 ? _mm512_add_epi32(is[0][r], is[kChains - 1][r]) : is[0][r];
+      __m512i sum = is[0][r];
+      if constexpr (kChains == 2)
+        sum = _mm512_add_epi32(sum, T == 0 ? is[1][r] : _mm512_srai_epi32(is[1][r], 4));
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
                                _mm512_mul_ps(dk, _mm512_set1_ps(a.d[b * R + r])), acc[r]);
     }
