@@ -178,17 +178,18 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
   p.cols = std::max<int64_t>(16, int64_t(tn.quant_gemm_chunk_bytes / row_bytes) / 16 * 16);
   const double macs = double(q.m) * double(q.n) * double(q.k);
   const double b_bytes = row_bytes * double(q.n);
-  p.parallel = macs >= (p.few_rows ? tn.min_parallel_macs_few_rows : tn.min_parallel_macs) ||
-               b_bytes >= tn.min_parallel_operand_bytes;
+  // One thread runs the tasks in one loop: through TBB each task's atomics wait for the loads in
+  // flight, breaking the weights' stream at every task.
+  const int64_t threads = tbb::this_task_arena::max_concurrency();
+  p.parallel =
+      threads > 1 && (macs >= (p.few_rows ? tn.min_parallel_macs_few_rows : tn.min_parallel_macs) ||
+                      b_bytes >= tn.min_parallel_operand_bytes);
   // The GEMV kernels read each weight row once (one group of rows): tasks of a quarter of a
   // thread's share rather than of L2.
-  if (p.gemv)
-    p.cols = std::max<int64_t>(
-        p.cols,
-        ceil_div(ceil_div(q.n, 4 * int64_t(tbb::this_task_arena::max_concurrency())), 16) * 16);
+  if (p.gemv) p.cols = std::max<int64_t>(p.cols, ceil_div(ceil_div(q.n, 4 * threads), 16) * 16);
   // Enough tasks for every thread: about 4 a thread where the weights alone cannot give them.
   if (p.parallel) {
-    const int64_t want = 4 * int64_t(tbb::this_task_arena::max_concurrency());
+    const int64_t want = 4 * threads;
     const int64_t row_blocks = ceil_div(q.m, p.rows);
     if (row_blocks * ceil_div(q.n, p.cols) < want)
       p.cols = std::max<int64_t>(16, ceil_div(ceil_div(q.n, ceil_div(want, row_blocks)), 16) * 16);
