@@ -13,7 +13,9 @@
 #include <random>
 #include <vector>
 
+#include "src/gemm/gemm_quant.hpp"
 #include "src/runtime/dispatch.hpp"
+#include "src/runtime/threading.hpp"
 #include "tessera/gemm.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.h"
@@ -292,6 +294,29 @@ TEST_P(QuantGemm, SameResultOnOneAndTwoThreads) {
       ASSERT_EQ(tessera::set_num_threads(0), tessera::Status::ok);
       EXPECT_EQ(std::memcmp(one.out.data(), two.out.data(), one.out.size() * 4), 0) << m;
     }
+}
+
+// One thread runs a call's tasks in one loop: through TBB each task's atomics wait for the loads
+// in flight and break the weights' stream. Two threads still split it.
+TEST_P(QuantGemm, OneThreadRunsTheTasksInOneLoop) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+  std::vector<uint8_t> b(size_t(8192) * 256 * 18);
+  for (const int threads : {1, 2}) {
+    ASSERT_EQ(tessera::set_num_threads(threads), tessera::Status::ok);
+    for (const int64_t m : {1, 64}) {
+      const tessera::detail::QuantGemm q{false, m,           8192,     8192, 1.0f,    0.0f, nullptr,
+                                         8192,  DType::q4_0, b.data(), 8192, nullptr, 8192};
+      tessera::detail::QuantGemmPlan plan{};
+      ASSERT_EQ(tessera::detail::in_arena([&] {
+                  plan = tessera::detail::plan_quant_gemm(tessera::detail::active_table(),
+                                                          tessera::detail::active_tuning(), q);
+                  return tessera::Status::ok;
+                }),
+                tessera::Status::ok);
+      EXPECT_EQ(plan.parallel, threads > 1) << "threads " << threads << " m " << m;
+    }
+  }
+  ASSERT_EQ(tessera::set_num_threads(0), tessera::Status::ok);
 }
 
 // alpha = 0 and k = 0 give beta C, reading neither A nor B (beta = 0: zeros over NaN).
