@@ -8,7 +8,7 @@
 // product vectors), so the float work is one conversion, one product of the scales and one FMA per
 // 16 blocks and row, where the per-pair kernel spent them per 2 blocks and built each pair's
 // scales by lane moves; the keys' 16 scales come four to a word (quant_lanes.hpp, as the stream's
-// prefetch). q8_0 puts two
+// prefetch), q4_0's by two word permutes. q8_0 puts two
 // blocks in a vector (the key unsigned, k + 128); q4_0 four: each block's 16 bytes of nibbles in a
 // 128-bit lane, the low nibbles against values 0-15 of its query block and the high against
 // 16-31. The offset's share (-off sum q) is added to the chunk's sums (QuantRows::sums, or summed
@@ -80,10 +80,21 @@ inline void chunk_key(const uint8_t* blk, __m512i* kv) {
   }
 }
 
-// The chunk's 16 scales (f16), four to a word (scale_word).
+// The chunk's 16 scales (f16): q4_0's lie at words 9 i of its 288 bytes, eight in each 128-byte
+// half, picked by two word permutes (each scale gathered alone cost some 50 scalar instructions
+// a chunk); q8_0's four to a word (scale_word).
 template <int T>
 inline __m256i chunk_scales(const uint8_t* blk) {
   constexpr int64_t BS = kQBlockBytes[T];
+  if constexpr (T == 1) {
+    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 63, 54, 45,
+                                         36, 27, 18, 9, 0, 63, 54, 45, 36, 27, 18, 9, 0);
+    const __m512i lo =
+        _mm512_permutex2var_epi16(_mm512_loadu_si512(blk), idx, _mm512_loadu_si512(blk + 64));
+    const __m512i hi = _mm512_permutex2var_epi16(_mm512_loadu_si512(blk + 8 * BS), idx,
+                                                 _mm512_loadu_si512(blk + 8 * BS + 64));
+    return _mm512_castsi512_si256(_mm512_mask_mov_epi16(lo, 0xFF00, hi));
+  }
   return _mm256_set_epi64x(static_cast<long long>(scale_word<T>(blk + 12 * BS)),
                            static_cast<long long>(scale_word<T>(blk + 8 * BS)),
                            static_cast<long long>(scale_word<T>(blk + 4 * BS)),
