@@ -300,12 +300,12 @@ TEST_P(QuantGemm, SameResultOnOneAndTwoThreads) {
 // in flight and break the weights' stream. Two threads still split it.
 TEST_P(QuantGemm, OneThreadRunsTheTasksInOneLoop) {
   TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
-  std::vector<uint8_t> b(size_t(8192) * 256 * 18);
+  const uint8_t b[1] = {};  // the planner reads the shape, not B
   for (const int threads : {1, 2}) {
     ASSERT_EQ(tessera::set_num_threads(threads), tessera::Status::ok);
     for (const int64_t m : {1, 64}) {
-      const tessera::detail::QuantGemm q{false, m,           8192,     8192, 1.0f,    0.0f, nullptr,
-                                         8192,  DType::q4_0, b.data(), 8192, nullptr, 8192};
+      const tessera::detail::QuantGemm q{false, m,           8192, 8192, 1.0f,    0.0f, nullptr,
+                                         8192,  DType::q4_0, b,    8192, nullptr, 8192};
       tessera::detail::QuantGemmPlan plan{};
       ASSERT_EQ(tessera::detail::in_arena([&] {
                   plan = tessera::detail::plan_quant_gemm(tessera::detail::active_table(),
