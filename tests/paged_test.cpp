@@ -129,6 +129,35 @@ TEST_P(Paged, MatchesTheContiguousCallBitwiseWhenPagesHoldWholeTiles) {
   }
 }
 
+// Pages shorter than the kernels' prefetch distance, heads side by side: a decode task reads a
+// page's heads together (as many as the thread count leaves it). Against the reference, each last
+// page partly filled and the table's unused entries -1, and bitwise the same on 1 thread (four
+// heads a task) as on 8 (a head a task): a head's sums never depend on its task's other heads.
+TEST_P(Paged, ShortPagesReadHeadsTogetherAsHeadByHead) {
+  uint32_t seed = 1300;
+  for (const Types& ty : kv_types()) {
+    SCOPED_TRACE(testing::Message() << "k " << ty.k << " v " << ty.v);
+    auto tester = [&] {
+      AttentionTester t(2, 16, 4, 1, 1300, 64, 64);
+      t.kv_types(ty.k, ty.v).causal(BR).with_kv_lens().with_lse().paged(16);
+      return t;
+    };
+    tester().test(1e-5, seed);
+    AttentionTester t = tester();
+    AttentionProblem& p = t.build(seed++);
+    std::vector<float> o[2], lse[2];
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(tessera::set_num_threads(i == 0 ? 1 : 8), Status::ok);
+      ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k_data(), p.v_data(), p.o.data()), Status::ok)
+          << tessera::last_error();
+      o[i] = p.o, lse[i] = p.lse;
+    }
+    tessera::set_num_threads(0);
+    EXPECT_EQ(o[0], o[1]);
+    EXPECT_EQ(lse[0], lse[1]);
+  }
+}
+
 // Batches sharing their first pages (a common prompt) read the same rows.
 TEST_P(Paged, BatchesMaySharePages) {
   AttentionTester t(3, 4, 1, 2, 200, 32, 32);

@@ -17,6 +17,7 @@
 
 #include "arch/common/blocking.hpp"
 #include "src/attention/attention_plan.hpp"
+#include "src/attention/attention_tile.hpp"
 #include "src/gemm/gemm_plan.hpp"
 
 namespace {
@@ -205,8 +206,10 @@ std::string attention_plan_line(const Profile& pr, CpuClass c, const AttentionSh
   d.batch = s.batch, d.q_heads = s.q_heads, d.kv_heads = s.kv_heads;
   d.q_len = s.q_len, d.kv_len = s.kv_len;
   d.head_dim = d.value_dim = 128, d.k_type = d.v_type = TESSERA_F16;
+  const int64_t group = s.q_heads / s.kv_heads;
   const detail::AttentionPlan plan = detail::plan_attention(
-      d, s.q_heads / s.kv_heads, pr.kernels.mr, detail::tuning_row(c), threads);
+      d, group, pr.kernels.mr, detail::fa::few_rows(pr.kernels, group * s.q_len),
+      detail::tuning_row(c), threads);
   char line[256];
   std::snprintf(line, sizeof line,
                 "%s %s t%d b%lld h%lld/%lld q%lld kv%lld -> %s bq:%lld blocks:%lld chunk:%lld "
@@ -271,9 +274,48 @@ TEST(AttentionPlan, HeadsInnerWherePagesHoldTheHeadsSideBySide) {
       for (int64_t* st : {d.k_stride, d.v_stride}) st[0] = l.page, st[1] = l.head, st[2] = l.row;
     }
     const detail::AttentionPlan p =
-        detail::plan_attention(d, 4, 14, detail::tuning_row(CpuClass::x86_zen4), 2);
+        detail::plan_attention(d, 4, 14, true, detail::tuning_row(CpuClass::x86_zen4), 2);
     ASSERT_EQ(p.path, detail::AttentionPath::decode_split_kv) << l.name;
     EXPECT_EQ(p.heads_inner, l.inner) << l.name;
+  }
+}
+
+// A decode task takes a page's KV heads together where the heads sit side by side and a page
+// is shorter than the kernels' prefetch distance, in as many tasks as give each thread four.
+TEST(AttentionPlan, HeadsTogetherOnShortPagesThatHoldTheHeads) {
+  const int32_t table[512] = {};
+  struct Case {
+    const char* name;
+    int64_t page;
+    bool head_major, few;
+    int threads;
+    int64_t together;
+  };
+  // kv 4096: 8 chunks of 512 keys, 8 KV heads.
+  const Case cases[] = {{"16 rows, 1 thread", 16, false, true, 1, 8},
+                        {"16 rows, 2 threads", 16, false, true, 2, 8},
+                        {"16 rows, 4 threads", 16, false, true, 4, 4},
+                        {"16 rows, 16 threads", 16, false, true, 16, 1},
+                        {"16 rows, packed rows", 16, false, false, 2, 1},
+                        {"16 rows, head-major", 16, true, true, 2, 1},
+                        {"8 rows", 8, false, true, 2, 8},
+                        {"32 rows", 32, false, true, 2, 1}};
+  const int64_t H = 8, D = 128, kv = 4096;
+  for (const Case& c : cases) {
+    tessera_attention_desc d{};
+    ASSERT_EQ(tessera_attention_desc_init(&d, 1, 32, H, 1, kv, D, D), TESSERA_OK);
+    const int64_t pages = kv / c.page;
+    d.block_table = table, d.block_table_stride = pages, d.page_size = c.page;
+    d.num_pages = pages;
+    for (int64_t* st : {d.k_stride, d.v_stride}) {
+      st[0] = c.head_major ? c.page * D : H * c.page * D;
+      st[1] = c.head_major ? pages * c.page * D : c.page * D;
+      st[2] = D;
+    }
+    const detail::AttentionPlan p =
+        detail::plan_attention(d, 4, 14, c.few, detail::tuning_row(CpuClass::x86_zen4), c.threads);
+    ASSERT_EQ(p.path, detail::AttentionPath::decode_split_kv) << c.name;
+    EXPECT_EQ(p.heads_per_task, c.together) << c.name;
   }
 }
 
@@ -288,8 +330,8 @@ TEST(AttentionPlan, BlocksAndChunksCoverTheProblem) {
           d.batch = s.batch, d.q_heads = s.q_heads, d.kv_heads = s.kv_heads;
           d.q_len = s.q_len, d.kv_len = s.kv_len;
           const int64_t group = s.q_heads / s.kv_heads;
-          const detail::AttentionPlan p =
-              detail::plan_attention(d, group, pr.kernels.mr, detail::tuning_row(c), threads);
+          const detail::AttentionPlan p = detail::plan_attention(d, group, pr.kernels.mr, false,
+                                                                 detail::tuning_row(c), threads);
           const std::string at = attention_plan_line(pr, c, s, threads);
           if (p.path == detail::AttentionPath::decode_split_kv) {
             EXPECT_GE(p.chunk * p.chunks, s.kv_len) << at;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "attention/attention_tile.hpp"
+
 namespace tessera::detail {
 namespace {
 
@@ -12,7 +14,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int64_t mr,
-                             const Tuning& tn, int threads) {
+                             bool few_rows, const Tuning& tn, int threads) {
   AttentionPlan plan;
   // Few queries against many keys: too few query rows to feed the threads, so the keys split
   // into fixed chunks (flash-decoding).
@@ -30,6 +32,17 @@ AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int
     // head's chunks follow one another.
     plan.heads_inner =
         d.block_table != nullptr && d.k_stride[1] < d.k_stride[0] && d.v_stride[1] < d.v_stride[0];
+    // Pages of fewer rows than the kernels prefetch ahead, heads side by side: a task takes a
+    // page's heads together (up to kMaxTaskHeads), so that each page is read in memory order
+    // (one core reads scattered runs of a head's rows at a third of the in-order rate), in as
+    // many tasks as still give each thread four.
+    if (plan.heads_inner && few_rows && d.page_size < fa::kDecodeKeys) {
+      int64_t together = std::min(d.kv_heads, fa::kMaxTaskHeads);
+      while (together > 1 &&
+             d.batch * ceil_div(d.kv_heads, together) * plan.chunks < 4 * int64_t(threads))
+        together = ceil_div(together, 2);
+      plan.heads_per_task = together;
+    }
     return plan;
   }
   plan.rule = "prefill-key-tiles";

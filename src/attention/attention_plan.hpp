@@ -32,10 +32,14 @@ struct AttentionPlan {
   // then read neighbouring memory (the hardware prefetcher's run past one head's rows is the
   // next head's), where head by head read each page's rows of one head among seven others'.
   bool heads_inner = false;
+  // decode_split_kv: KV heads per task, their rows read page by page, every head of a page in
+  // turn (1: a head per task).
+  int64_t heads_per_task = 1;
 };
 
-// group: query heads per kv head; mr: the rows of the table's GEMM tile.
+// group: query heads per kv head; mr: the rows of the table's GEMM tile; few_rows: a decode's
+// group x q_len rows take the dot kernels (fa::few_rows).
 AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int64_t mr,
-                             const Tuning& tn, int threads);
+                             bool few_rows, const Tuning& tn, int threads);
 
 }  // namespace tessera::detail

@@ -107,10 +107,15 @@ void diagonal_tile_rows(const arch::KernelTable& kt, int64_t rows, const int64_t
 
 // ---- key_loop.cpp ----------------------------------------------------------------------------
 
-// The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
-// k and v hold elements of d.k_type and d.v_type.
-void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
-              int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v, TileState& st);
+// KV heads one task may take together (decode over pages that hold their heads side by side).
+constexpr int64_t kMaxTaskHeads = 8;
+
+// The key loop over [kb, ke) for one task of `heads` KV heads from hk (one unless few rows,
+// at most kMaxTaskHeads); updates st[h] (m, l, o) for rows = group x bq. k and v hold elements
+// of d.k_type and d.v_type.
+void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t heads,
+              int64_t i0, int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v,
+              TileState* st);
 
 // ---- attention_tile.cpp: one task's state, queries and results --------------------------------
 

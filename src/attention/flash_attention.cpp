@@ -82,7 +82,7 @@ Status prefill(const Geometry& g, const AttentionPlan& plan, const arch::KernelT
                                     TileState st;
                                     carve_state(slice.get(), d, kt, g.group * n, false, st);
                                     stage_queries(d, g, kt, q, b, hk, i0, n, st);
-                                    key_loop(g, kt, b, hk, i0, n, 0, d.kv_len, k, v, st);
+                                    key_loop(g, kt, b, hk, 1, i0, n, 0, d.kv_len, k, v, &st);
                                     finish_rows(g, kt.softmax, b, hk, i0, n, st, o);
                                   }
                                 }),
@@ -98,6 +98,9 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
   const int64_t rows = g.group * d.q_len, Dv = d.value_dim;
   const int64_t chunks = plan.chunks, chunk = plan.chunk;
   const int64_t units = d.batch * d.kv_heads;
+  // Tasks of `together` KV heads (plan.heads_per_task), in groups of a batch's heads.
+  const int64_t together = plan.heads_per_task, groups = ceil_div(d.kv_heads, together);
+  const int64_t task_units = d.batch * groups;
   // Partials per (unit, chunk): rows x (m, l, O[Dv]), in the calling thread's scratch
   // (reused across calls; the tasks below use their own threads' attention slots).
   const int64_t stride = rows * (2 + Dv);
@@ -107,36 +110,45 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
                        ? thread_scratch(ScratchSlot::decode_partials).floats(size_t(partial_floats))
                        : nullptr;
   if (!partial) return fail(Status::out_of_memory, "cannot allocate the decode partials");
-  // A slice per thread for a chunk's state, then for a unit's merge (O, m and l of every row).
+  // A slice per thread for a task's states (one per head), then for a unit's merge (O, m and
+  // l of every row).
+  const size_t head_floats = state_floats(d, kt, rows);
   Slices pool;
-  if (!reserve_states(pool, std::max(state_floats(d, kt, rows), size_t(rows * (Dv + 2)))))
+  if (!reserve_states(pool, std::max(head_floats * size_t(together), size_t(rows * (Dv + 2)))))
     return no_state();
   ForkJoin fj;
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, units * chunks, 1),
-                      task_body(fj,
-                                [&](const tbb::blocked_range<int64_t>& r) {
-                                  for (int64_t t = r.begin(); t < r.end(); ++t) {
-                                    const bool inner = plan.heads_inner;
-                                    const int64_t unit = inner ? t % units : t / chunks;
-                                    const int64_t c = inner ? t / units : t % chunks;
-                                    const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
-                                    const Slices::Lease slice(pool);
-                                    TileState st;
-                                    carve_state(slice.get(), d, kt, rows, true, st);
-                                    stage_queries(d, g, kt, q, b, hk, 0, d.q_len, st);
-                                    key_loop(g, kt, b, hk, 0, d.q_len, c * chunk,
-                                             std::min(d.kv_len, (c + 1) * chunk), k, v, st);
-                                    float* out = partial + (unit * chunks + c) * stride;
-                                    for (int64_t i = 0; i < rows; ++i) {
-                                      out[i * (2 + Dv)] = st.m[i];
-                                      out[i * (2 + Dv) + 1] = st.l[i];
-                                      std::memcpy(out + i * (2 + Dv) + 2, st.o + i * Dv,
-                                                  sizeof(float) * size_t(Dv));
-                                    }
-                                  }
-                                }),
-                      tbb::simple_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, task_units * chunks, 1),
+        task_body(fj,
+                  [&](const tbb::blocked_range<int64_t>& r) {
+                    for (int64_t t = r.begin(); t < r.end(); ++t) {
+                      const bool inner = plan.heads_inner;
+                      const int64_t unit = inner ? t % task_units : t / chunks;
+                      const int64_t c = inner ? t / task_units : t % chunks;
+                      const int64_t b = unit / groups, hk0 = unit % groups * together;
+                      const int64_t heads = std::min(together, d.kv_heads - hk0);
+                      const Slices::Lease slice(pool);
+                      TileState st[kMaxTaskHeads];
+                      for (int64_t h = 0; h < heads; ++h) {
+                        carve_state(slice.get() + size_t(h) * head_floats, d, kt, rows, true,
+                                    st[h]);
+                        stage_queries(d, g, kt, q, b, hk0 + h, 0, d.q_len, st[h]);
+                      }
+                      key_loop(g, kt, b, hk0, heads, 0, d.q_len, c * chunk,
+                               std::min(d.kv_len, (c + 1) * chunk), k, v, st);
+                      for (int64_t h = 0; h < heads; ++h) {
+                        float* out = partial + ((b * d.kv_heads + hk0 + h) * chunks + c) * stride;
+                        for (int64_t i = 0; i < rows; ++i) {
+                          out[i * (2 + Dv)] = st[h].m[i];
+                          out[i * (2 + Dv) + 1] = st[h].l[i];
+                          std::memcpy(out + i * (2 + Dv) + 2, st[h].o + i * Dv,
+                                      sizeof(float) * size_t(Dv));
+                        }
+                      }
+                    }
+                  }),
+        tbb::simple_partitioner());
   });
   // Merge the chunks of each unit in chunk order. Isolated like the first pass: the calling
   // thread holds the partials in its scratch and must not pick up an unrelated call meanwhile.
@@ -184,8 +196,9 @@ Status flash_attention(const tessera_attention_desc& d, const float* q, const vo
   Geometry g{
       d, d.q_heads / d.kv_heads, d.scale != 0.0f ? d.scale : 1.0f / std::sqrt(float(d.head_dim)),
       d.bias != nullptr || d.mask != nullptr || d.alibi_slopes != nullptr || d.softcap > 0.0f};
-  const AttentionPlan plan = plan_attention(d, g.group, kt.gemm.mr, active_tuning(),
-                                            tbb::this_task_arena::max_concurrency());
+  const AttentionPlan plan =
+      plan_attention(d, g.group, kt.gemm.mr, few_rows(kt.gemm, g.group * d.q_len), active_tuning(),
+                     tbb::this_task_arena::max_concurrency());
   g.prefetch_kv = plan.prefetch_kv;
   if (rule) *rule = plan.rule;
   return plan.path == AttentionPath::decode_split_kv ? decode(g, plan, kt, q, k, v, o)

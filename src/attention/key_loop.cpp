@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "attention/attention_tile.hpp"
 #include "attention/kv_rows.hpp"
@@ -169,17 +170,20 @@ KeyDots key_dots(const arch::KernelTable& kt, tessera_dtype k_type) {
 
 // Few rows (decode): dot products along d, K read once, in blocks of kDecodeKeys keys (whole
 // column groups of every dot kernel: the same calls as one pass over the tile). A block is read
-// in place, the row groups after the first finding it in L1.
-void scores_few_rows(const Task& t, const KeyDots& kd, int64_t j0, int64_t n) {
+// in place, the row groups after the first finding it in L1. Several heads (tasks over a page's
+// heads together): each block for every head in turn, so that a page's heads, side by side in
+// the pool, are read in memory order.
+void scores_few_rows(const Task* const* t, int64_t heads, const KeyDots& kd, int64_t j0,
+                     int64_t n) {
+  const int64_t rows = t[0]->rows;
   int64_t unit = 1;
-  for (int64_t r = 1; r <= std::min(kd.rows, t.rows); ++r)
-    unit = std::lcm(unit, int64_t(kd.cols[r]));
+  for (int64_t r = 1; r <= std::min(kd.rows, rows); ++r) unit = std::lcm(unit, int64_t(kd.cols[r]));
   const int64_t block =
-      kd.whole_tile && t.rows <= kd.rows ? n : std::max<int64_t>(1, kDecodeKeys / unit) * unit;
+      kd.whole_tile && rows <= kd.rows ? n : std::max<int64_t>(1, kDecodeKeys / unit) * unit;
   // K read in place: a block stops at its page's end (paged K).
   for (int64_t jb = 0, nb; jb < n; jb += nb) {
-    nb = t.krows.run(j0 + jb, std::min(block, n - jb));
-    kd.block(t, j0, jb, nb);
+    nb = t[0]->krows.run(j0 + jb, std::min(block, n - jb));
+    for (int64_t h = 0; h < heads; ++h) kd.block(*t[h], j0, jb, nb);
   }
 }
 
@@ -300,13 +304,14 @@ void softmax_update(const Task& t, int64_t n, bool whole, int64_t chunk) {
 // registers, wide16_cols columns a call, over blocks of kDecodeKeys keys (8 KB of V at d = 128,
 // in L1 across the block's calls; whole 256-key column strips made every call after the first
 // read V from L2 or memory again).
-void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t) {
+void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t, int64_t lo, int64_t hi) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t Dv = t.g.d.value_dim, cols = gk.wide16_cols;
   const int64_t* extent = t.st.extent;  // one Q panel: extent[0..1]
   const int t16 = t.g.d.v_type == TESSERA_BF16 ? 1 : 0;
-  for (int64_t kb = extent[0], kn; kb < extent[1]; kb += kn) {
-    kn = t.vrows.run(j0 + kb, std::min(kDecodeKeys, extent[1] - kb));  // within a page
+  const int64_t k1 = std::min(hi, extent[1]);
+  for (int64_t kb = std::max(lo, extent[0]), kn; kb < k1; kb += kn) {
+    kn = t.vrows.run(j0 + kb, std::min(kDecodeKeys, k1 - kb));  // within a page
     const uint16_t* vsrc = t.vrows.row16(j0 + kb);
     if (t.g.prefetch_kv)  // as K's, a block's rows kDecodeKeys ahead (one call reads it)
       t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kn);
@@ -323,7 +328,7 @@ void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t) {
 // the last whole vector go through a zero-padded packed panel. V goes in blocks of kDecodeKeys
 // keys, a block staying in L1 while the kernels pass it a strip of columns at a time (as one
 // 256-key block, every strip after the first came from L2 and the first from memory).
-void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
+void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t, int64_t from, int64_t to) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t MR = gk.mr, NR = gk.nr, Dv = t.g.d.value_dim;
   const int64_t* extent = t.st.extent;
@@ -332,6 +337,7 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
   for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p)
     if (extent[2 * p + 1] > extent[2 * p])
       lo = std::min(lo, extent[2 * p]), hi = std::max(hi, extent[2 * p + 1]);
+  lo = std::max(lo, from), hi = std::min(hi, to);
   for (int64_t kb = lo, ke; kb < hi; kb = ke) {
     ke = kb + t.vrows.run(j0 + kb, std::min(hi - kb, kDecodeKeys));  // within a page
     int64_t ldv;
@@ -366,7 +372,7 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t) {
 // otherwise waited on them). A Q panel's first product stores (beta = 0) instead of adding to
 // zeros, so its O is neither cleared nor read before (a panel no tile reaches is never read
 // either: its rows finish with l = 0).
-void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n) {
+void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n, int64_t, int64_t) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t MR = gk.mr, NR = gk.nr, Dv = t.g.d.value_dim;
   const int64_t* extent = t.st.extent;
@@ -396,13 +402,13 @@ void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n) {
 
 // Few rows with q8_0 / q4_0 V: read in place and dequantized in registers by the table's quant
 // kernels, each Q panel over the keys it sees, up to dot_rows rows a call.
-void pv_quant(const Task& t, int64_t j0, int64_t, int64_t) {
+void pv_quant(const Task& t, int64_t j0, int64_t, int64_t, int64_t lo, int64_t hi) {
   const arch::QuantKernels& qk = t.kt.quant;
   const int64_t MR = t.kt.gemm.mr, R = qk.dot_rows, Dv = t.g.d.value_dim;
   const int ti = t.vrows.block_index();
   const int64_t* extent = t.st.extent;
   for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
-    const int64_t k0 = extent[2 * p], k1 = extent[2 * p + 1];
+    const int64_t k0 = std::max(lo, extent[2 * p]), k1 = std::min(hi, extent[2 * p + 1]);
     if (k1 <= k0) continue;
     for (int64_t i = ir; i < std::min(t.rows, ir + MR); i += R) {
       const int64_t r = std::min(R, std::min(t.rows, ir + MR) - i);
@@ -417,7 +423,9 @@ void pv_quant(const Task& t, int64_t j0, int64_t, int64_t) {
   }
 }
 
-using PvStep = void (*)(const Task& t, int64_t j0, int64_t n, int64_t next_n);
+// The keys [lo, hi) of the tile (few rows; the packed path takes the whole tile).
+using PvStep = void (*)(const Task& t, int64_t j0, int64_t n, int64_t next_n, int64_t lo,
+                        int64_t hi);
 
 // The P V step for this task's rows and V storage type.
 PvStep pv_step(const Task& t, bool few) {
@@ -431,36 +439,56 @@ PvStep pv_step(const Task& t, bool few) {
 
 }  // namespace
 
-// The key loop over [kb, ke) for one task; updates st (m, l, o) for rows = group x bq.
-void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t i0,
-              int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v, TileState& st) {
+// The key loop over [kb, ke) for one task of `heads` KV heads from hk (one unless few rows);
+// updates st[h] (m, l, o) for rows = group x bq.
+void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t hk, int64_t heads,
+              int64_t i0, int64_t bq, int64_t kb, int64_t ke, const void* k, const void* v,
+              TileState* st) {
   const tessera_attention_desc& d = g.d;
   const TaskKeys keys = task_keys(g, b, i0, bq, kb, ke);
   if (keys.hi <= keys.lo) return;  // no key visible to any row (k and v may be NULL then)
   const int64_t rows = g.group * bq;
   // Prefetches run to the sequence's end, past this task's keys, as they did before the helper:
   // the next task of a split decode (on this thread, as often as not) reads them next.
-  const KvRows krows(d, k, d.k_type, d.k_stride, b, hk, d.head_dim, st.kw, keys.valid);
-  const KvRows vrows(d, v, d.v_type, d.v_stride, b, hk, d.value_dim, st.vw, keys.valid);
-  const Task t{g, kt, b, hk, i0, bq, rows, krows, vrows, st};
+  std::optional<KvRows> krows[kMaxTaskHeads], vrows[kMaxTaskHeads];
+  std::optional<Task> task[kMaxTaskHeads];
+  const Task* tp[kMaxTaskHeads];
+  for (int64_t h = 0; h < heads; ++h) {
+    krows[h].emplace(d, k, d.k_type, d.k_stride, b, hk + h, d.head_dim, st[h].kw, keys.valid);
+    vrows[h].emplace(d, v, d.v_type, d.v_stride, b, hk + h, d.value_dim, st[h].vw, keys.valid);
+    tp[h] = &task[h].emplace(Task{g, kt, b, hk + h, i0, bq, rows, *krows[h], *vrows[h], st[h]});
+    std::memset(st[h].o_live, 0, size_t(ceil_div(rows, kt.gemm.mr)));
+  }
+  const Task& t = *tp[0];
   const bool few = few_rows(kt.gemm, rows);
   const KeyDots kd = key_dots(kt, d.k_type);
   const PvStep pv = pv_step(t, few);
   const int64_t chunk = softmax_chunk(kt);  // rows per softmax chunk (tile_windows)
-  std::memset(st.o_live, 0, size_t(ceil_div(rows, kt.gemm.mr)));
   for (int64_t j0 = keys.lo; j0 < keys.hi; j0 += kBK) {
     const int64_t n = std::min(kBK, keys.end - j0);
+    const int64_t next_n = std::min(kBK, std::min(keys.hi, keys.end) - (j0 + kBK));
     const bool whole = keys.whole(j0, n);
-    tile_extents(t, keys, j0, n, whole);
+    for (int64_t h = 0; h < heads; ++h) tile_extents(*tp[h], keys, j0, n, whole);
     if (few)
-      scores_few_rows(t, kd, j0, n);
+      scores_few_rows(tp, heads, kd, j0, n);
     else
       scores_packed(t, j0, n);
-    tile_windows(kt, rows, n, whole, st.extent, st.window);
-    if (g.elementwise || !whole)
-      mask_tile(g, b, hk, i0, bq, j0, n, keys.valid, kt.softmax, st.window, chunk, st.s, kBK);
-    softmax_update(t, n, whole, chunk);
-    pv(t, j0, n, std::min(kBK, std::min(keys.hi, keys.end) - (j0 + kBK)));
+    for (int64_t h = 0; h < heads; ++h) {
+      TileState& sh = st[h];
+      tile_windows(kt, rows, n, whole, sh.extent, sh.window);
+      if (g.elementwise || !whole)
+        mask_tile(g, b, hk + h, i0, bq, j0, n, keys.valid, kt.softmax, sh.window, chunk, sh.s, kBK);
+      softmax_update(*tp[h], n, whole, chunk);
+    }
+    if (heads == 1) {
+      pv(t, j0, n, next_n, 0, n);
+      continue;
+    }
+    // Page by page, every head's rows of a page in turn (as the scores).
+    for (int64_t lo = 0, m; lo < n; lo += m) {
+      m = t.vrows.run(j0 + lo, n - lo);
+      for (int64_t h = 0; h < heads; ++h) pv(*tp[h], j0, n, next_n, lo, lo + m);
+    }
   }
 }
 
