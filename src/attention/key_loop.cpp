@@ -459,7 +459,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     tp[h] = &task[h].emplace(Task{g, kt, b, hk + h, i0, bq, rows, *krows[h], *vrows[h], st[h]});
     std::memset(st[h].o_live, 0, size_t(ceil_div(rows, kt.gemm.mr)));
   }
-  const Task& t = *tp[0];
+  const Task& t = *task[0];  // (heads >= 1)
   const bool few = few_rows(kt.gemm, rows);
   const KeyDots kd = key_dots(kt, d.k_type);
   const PvStep pv = pv_step(t, few);
