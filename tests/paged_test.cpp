@@ -129,8 +129,8 @@ TEST_P(Paged, MatchesTheContiguousCallBitwiseWhenPagesHoldWholeTiles) {
   }
 }
 
-// Pages shorter than the kernels' prefetch distance, heads side by side: a decode task reads a
-// page's heads together (as many as the thread count leaves it). Against the reference, each last
+// Heads side by side in a page: a decode task reads a page's heads together (as many as the
+// thread count leaves it), here over pages of 16 rows. Against the reference, each last
 // page partly filled and the table's unused entries -1, and bitwise the same on 1 thread (four
 // heads a task) as on 8 (a head a task): a head's sums never depend on its task's other heads.
 TEST_P(Paged, ShortPagesReadHeadsTogetherAsHeadByHead) {

@@ -280,9 +280,9 @@ TEST(AttentionPlan, HeadsInnerWherePagesHoldTheHeadsSideBySide) {
   }
 }
 
-// A decode task takes a page's KV heads together where the heads sit side by side and a page
-// is shorter than the kernels' prefetch distance, in as many tasks as give each thread four.
-TEST(AttentionPlan, HeadsTogetherOnShortPagesThatHoldTheHeads) {
+// A decode task takes a page's KV heads together where the heads sit side by side and the rows
+// take the dot kernels, in as many tasks as give each thread four.
+TEST(AttentionPlan, HeadsTogetherWherePagesHoldTheHeads) {
   const int32_t table[512] = {};
   struct Case {
     const char* name;
@@ -299,7 +299,8 @@ TEST(AttentionPlan, HeadsTogetherOnShortPagesThatHoldTheHeads) {
                         {"16 rows, packed rows", 16, false, false, 2, 1},
                         {"16 rows, head-major", 16, true, true, 2, 1},
                         {"8 rows", 8, false, true, 2, 8},
-                        {"32 rows", 32, false, true, 2, 1}};
+                        {"256 rows", 256, false, true, 2, 8},
+                        {"256 rows, head-major", 256, true, true, 1, 1}};
   const int64_t H = 8, D = 128, kv = 4096;
   for (const Case& c : cases) {
     tessera_attention_desc d{};

@@ -32,11 +32,11 @@ AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int
     // head's chunks follow one another.
     plan.heads_inner =
         d.block_table != nullptr && d.k_stride[1] < d.k_stride[0] && d.v_stride[1] < d.v_stride[0];
-    // Pages of fewer rows than the kernels prefetch ahead, heads side by side: a task takes a
-    // page's heads together (up to kMaxTaskHeads), so that each page is read in memory order
-    // (one core reads scattered runs of a head's rows at a third of the in-order rate), in as
-    // many tasks as still give each thread four.
-    if (plan.heads_inner && few_rows && d.page_size < fa::kDecodeKeys) {
+    // Heads side by side and rows for the dot kernels: a task takes a page's heads together (up
+    // to kMaxTaskHeads), so that each page is read in memory order (one core reads scattered
+    // runs of one head's rows at a third of the in-order rate), in as many tasks as still give
+    // each thread four.
+    if (plan.heads_inner && few_rows) {
       int64_t together = std::min(d.kv_heads, fa::kMaxTaskHeads);
       while (together > 1 &&
              d.batch * ceil_div(d.kv_heads, together) * plan.chunks < 4 * int64_t(threads))
