@@ -20,7 +20,9 @@
 // Decode (q_len up to the row's attention_decode_max_q): too few query rows to feed the
 // threads, so the keys are split into fixed chunks (flash-decoding); each chunk yields (m, l, O)
 // partials merged in chunk order. Chunking depends only on kv_len, never on the thread count:
-// results are bitwise identical for any number of threads, on both paths.
+// results are bitwise identical for any number of threads, on both paths. Where a page holds
+// its KV heads side by side, a decode task takes several heads (the plan's heads_per_task) and
+// reads each page for all of them in turn; a head's sums do not depend on its task's others.
 #include "attention/flash_attention.hpp"
 
 #include <tbb/blocked_range.h>
