@@ -52,6 +52,7 @@ struct KvRows {
   float* widened;                  // BK x len floats
   const int32_t* table = nullptr;  // paged: this batch's pages
   int64_t page = 0, page_ld = 0;   // rows per page, values between pages
+  int page_shift = -1;             // log2(page) where a power of two: no division per row
   int64_t end = 0;                 // the sequence's rows [0, end): prefetches stop there
 
   KvRows(const tessera_attention_desc& d, const void* p, tessera_dtype t, const int64_t* stride,
@@ -63,9 +64,14 @@ struct KvRows {
         type(t),
         widened(w),
         end(end_) {
-    if (d.block_table)
+    if (d.block_table) {
       table = d.block_table + b * d.block_table_stride, page = d.page_size, page_ld = stride[0];
+      if ((page & (page - 1)) == 0) page_shift = __builtin_ctzll(uint64_t(page));
+    }
   }
+  // The page of row j and the row within it.
+  int64_t page_of(int64_t j) const { return page_shift >= 0 ? j >> page_shift : j / page; }
+  int64_t in_page(int64_t j) const { return page_shift >= 0 ? j & (page - 1) : j % page; }
   // The bytes of n values (n whole blocks for a block type).
   static int64_t bytes(tessera_dtype t, int64_t n) {
     switch (t) {
@@ -87,14 +93,14 @@ struct KvRows {
   // that the readers' calls span them as one (as many as asked without pages).
   int64_t run(int64_t j, int64_t n) const {
     if (!table) return n;
-    int64_t m = page - j % page;
-    for (int64_t p = j / page; m < n && table[p + 1] * page_ld == table[p] * page_ld + page * ld;
+    int64_t m = page - in_page(j);
+    for (int64_t p = page_of(j); m < n && table[p + 1] * page_ld == table[p] * page_ld + page * ld;
          ++p)
       m += page;
     return std::min(n, m);
   }
   const char* row(int64_t j) const {
-    if (table) return base + bytes(type, table[j / page] * page_ld + j % page * ld);
+    if (table) return base + bytes(type, table[page_of(j)] * page_ld + in_page(j) * ld);
     return base + bytes(type, j * ld);
   }
   // Rows [j, j + n) into L2, each at its own address (on whatever page it sits; none at or
@@ -105,7 +111,13 @@ struct KvRows {
     const int64_t e = std::min(end, j + n);
     for (int64_t r = j, m; r < e; r += m) {
       m = run(r, e - r);
-      arch::prefetch_rows_ahead<2>(row(r), 0, m, ld_bytes(), row_bytes());
+      // Rows back to back: each line of their span once (row by row, a q8_0 row's 136 bytes
+      // took four prefetches for about two lines of its own).
+      const int64_t lb = ld_bytes(), rb = row_bytes();
+      if (lb == rb)
+        arch::prefetch_rows_ahead<2>(row(r), 0, 1, 0, m * rb);
+      else
+        arch::prefetch_rows_ahead<2>(row(r), 0, m, lb, rb);
     }
   }
   // Where the rows from j on lie, for the prefetches of a kernel whose call ends before j: as
