@@ -3,9 +3,18 @@
 // tessera_gemm_ex's for the block types), and their bad arguments.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#include "src/runtime/scratch.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
@@ -272,5 +281,34 @@ TEST_P(Linear, FeedForwardBadArgumentsNamedAndNothingWritten) {
   for (const float v : y) ASSERT_EQ(v, 7.0f);
   tessera_ffn_destroy(ffn);
 }
+
+#ifdef __linux__
+// A prepared layer's weights from 2 MB on sit on memory nothing touched before the huge-page
+// advice: the heap hands back freed blocks already faulted in as 4 KB pages, which the advice
+// does not remap, and a decode step would stream them through the TLB a 4 KB page at a time.
+TEST(LongLived, WeightsFromTwoMegabytesOnUntouchedAlignedMemory) {
+  // A freed block of the heap, touched: glibc serves the next large allocations from it.
+  for (const size_t mb : {16, 15}) {
+    auto* p = static_cast<char*>(std::malloc(mb << 20));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 1, mb << 20);
+    std::free(p);
+  }
+  const size_t bytes = size_t(6) << 20, page = size_t(sysconf(_SC_PAGESIZE));
+  tessera::detail::LongLived block;
+  ASSERT_TRUE(block.allocate(bytes));
+  auto* p = static_cast<unsigned char*>(block.data());
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t(2) << 20), 0u);
+  std::vector<unsigned char> resident(bytes / page);
+  ASSERT_EQ(mincore(p, bytes, resident.data()), 0);
+  EXPECT_EQ(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; }),
+            0)
+      << "pages of the block were faulted in before the advice";
+  std::memset(p, 7, bytes);
+  EXPECT_EQ(p[bytes - 1], 7);
+  ASSERT_TRUE(block.allocate(1000));  // below 2 MB: the heap, 64-byte aligned
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(block.data()) % 64, 0u);
+}
+#endif
 
 }  // namespace

@@ -17,9 +17,8 @@ namespace tessera {
 struct Linear::Impl {
   int64_t in = 0, out = 0;
   const char* table = nullptr;  // the kernel table the weight was packed for
-  void* packed = nullptr;
+  detail::LongLived packed;
   const float* bias = nullptr;  // within `packed`'s block, or null
-  ~Impl() { std::free(packed); }
 };
 
 namespace {
@@ -81,18 +80,17 @@ Status Linear::init(const LinearDesc& d) {
       return detail::fail(Status::invalid_argument, "desc: the weight cannot be packed");
     const size_t bias_bytes = d.bias ? size_t(d.out_features) * sizeof(float) : 0;
     auto* impl = new (std::nothrow) Impl;
-    if (impl) impl->packed = detail::allocate_long_lived(round_up(bytes) + round_up(bias_bytes));
-    if (!impl || !impl->packed) {
+    if (!impl || !impl->packed.allocate(round_up(bytes) + round_up(bias_bytes))) {
       delete impl;
       return detail::fail(Status::out_of_memory, "linear: cannot allocate %zu bytes", bytes);
     }
-    const Status s = pack(d, impl->packed, bytes);
+    const Status s = pack(d, impl->packed.data(), bytes);
     if (s != Status::ok) {
       delete impl;
       return s;
     }
     if (d.bias) {
-      char* at = static_cast<char*>(impl->packed) + round_up(bytes);
+      char* at = static_cast<char*>(impl->packed.data()) + round_up(bytes);
       std::memcpy(at, d.bias, bias_bytes);
       // cppcheck-suppress invalidPointerCast
       impl->bias = reinterpret_cast<const float*>(at);
@@ -127,7 +125,7 @@ Status Linear::forward(int64_t rows, const float* x, int64_t ldx, float beta, fl
                           "create it again",
                           impl_->table, detail::active_table().name);
     TESSERA_CHECK(sgemm_packed(Transpose::no_trans, rows, impl_->out, impl_->in, 1.0f, x, ldx,
-                               impl_->packed, beta, y, ldy));
+                               impl_->packed.data(), beta, y, ldy));
     if (impl_->bias)
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < impl_->out; ++j) y[r * ldy + j] += impl_->bias[j];

@@ -11,13 +11,12 @@
 
 namespace tessera {
 
-// One block (allocate_long_lived: huge pages from 2 MB) holding the packed weights and biases.
+// One block (LongLived: huge pages from 2 MB) holding the packed weights and biases.
 struct MhaLayer::Impl {
   MhaDesc dims{};               // the layer fields of the desc it was created from
   const char* table = nullptr;  // the kernel table its weights were packed for
   detail::MhaWeights w;
-  void* block = nullptr;
-  ~Impl() { std::free(block); }
+  detail::LongLived block;
 };
 
 namespace {
@@ -154,12 +153,11 @@ Status MhaLayer::init(const MhaDesc& desc) {
   const int64_t bias_len[4] = {c.qd, c.kd, c.vd, d.out_dim};
   for (int i = 0; i < 4; ++i)
     if (biases[i]) total += round_up(size_t(bias_len[i]) * sizeof(float));
-  impl->block = detail::allocate_long_lived(round_up(total));
-  if (!impl->block) {
+  if (!impl->block.allocate(round_up(total))) {
     delete impl;
     return detail::fail(Status::out_of_memory, "layer: cannot allocate %zu bytes", total);
   }
-  char* next = static_cast<char*>(impl->block);
+  char* next = static_cast<char*>(impl->block.data());
   for (Part& p : parts) {
     *p.dst = {next, wt, true};
     QuantizedWeights quantized;  // float32 in x out -> blocks out x in

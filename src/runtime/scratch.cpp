@@ -57,6 +57,16 @@ thread_local ThreadScratch t_scratch;
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
+// long_lived_bytes(bytes) from the heap (bytes as it rounds them), advised as huge pages from
+// 2 MB. Scratch takes it: the allocation tests make it fail through malloc's entry points.
+void* allocate_heap(size_t rounded) {
+  void* p = std::aligned_alloc(rounded >= kHugePage ? kHugePage : 64, rounded);
+#ifdef MADV_HUGEPAGE
+  if (p && rounded >= kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advice only
+#endif
+  return p;
+}
+
 }  // namespace
 
 size_t long_lived_bytes(size_t bytes) {
@@ -64,14 +74,37 @@ size_t long_lived_bytes(size_t bytes) {
   return bytes > SIZE_MAX - align ? 0 : round_up(bytes, align);
 }
 
-void* allocate_long_lived(size_t bytes) {
-  const size_t rounded = long_lived_bytes(bytes);
-  if (rounded == 0) return nullptr;
-  void* p = std::aligned_alloc(rounded >= kHugePage ? kHugePage : 64, rounded);
-#ifdef MADV_HUGEPAGE
-  if (p && rounded >= kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: may be refused
+LongLived::~LongLived() { release(); }
+
+void LongLived::release() {
+#ifdef __linux__
+  if (mapped_) munmap(p_, mapped_);
 #endif
-  return p;
+  if (!mapped_) std::free(p_);
+  p_ = nullptr, mapped_ = 0;
+}
+
+bool LongLived::allocate(size_t bytes) {
+  release();
+  const size_t rounded = long_lived_bytes(bytes);
+  if (rounded == 0 || rounded > SIZE_MAX / 2) return false;  // no such allocation can succeed
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (rounded >= kHugePage) {
+    // Mapped with a huge page to spare, then trimmed to the 2 MB aligned span inside.
+    void* m = mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return false;
+    char* const base = static_cast<char*>(m);
+    const size_t head = (kHugePage - reinterpret_cast<uintptr_t>(base) % kHugePage) % kHugePage;
+    if (head) munmap(base, head);
+    if (kHugePage - head) munmap(base + head + rounded, kHugePage - head);
+    p_ = base + head, mapped_ = rounded;
+    madvise(p_, rounded, MADV_HUGEPAGE);  // advice only: may be refused
+    return true;
+  }
+#endif
+  p_ = allocate_heap(rounded);
+  return p_ != nullptr;
 }
 
 float* Scratch::grow(size_t floats) {
@@ -94,7 +127,7 @@ float* Scratch::grow(size_t floats) {
   // row over every panel of the block, one 4 KB page per panel.
   if (floats > (SIZE_MAX - kHugePage) / sizeof(float)) return nullptr;
   const size_t bytes = long_lived_bytes(floats * sizeof(float));  // as allocated
-  void* p = allocate_long_lived(bytes);
+  void* p = allocate_heap(bytes);
   if (!p) return nullptr;
   release();
   data_ = static_cast<float*>(p);

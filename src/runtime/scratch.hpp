@@ -16,6 +16,28 @@ struct Workspace {
   size_t bytes = 0, used = 0, peak = 0;
 };
 
+// Memory that outlives a call (a prepared layer's packed weights). From 2 MB on, a mapping of its
+// own, 2 MB aligned and advised as huge pages before anything touches it: a decode step streams
+// every byte of it once, and each 4 KB page is a TLB miss, a two-level walk under virtualisation.
+// (Heap memory may come back already faulted in as 4 KB pages, which the advice does not remap.)
+// 64-byte aligned from the heap below 2 MB.
+class LongLived {
+ public:
+  LongLived() = default;
+  ~LongLived();
+  LongLived(const LongLived&) = delete;
+  LongLived& operator=(const LongLived&) = delete;
+  bool allocate(size_t bytes);  // false when it fails; frees what it held first
+  void* data() const { return p_; }
+
+ private:
+  void release();
+  void* p_ = nullptr;
+  size_t mapped_ = 0;  // the mapping's bytes, 0 for heap memory
+};
+// The bytes LongLived::allocate(bytes) takes (0 when they overflow).
+size_t long_lived_bytes(size_t bytes);
+
 class Scratch {
  public:
   Scratch() = default;
@@ -92,14 +114,6 @@ class Slices {
 // Slices for the tasks of a parallel region in the calling thread's arena: one per thread
 // it can run at once, and one more.
 int slices_for_arena();
-
-// Memory that outlives a call (a prepared layer's packed weights), freed with std::free: from
-// 2 MB on, 2 MB aligned and advised as huge pages (a decode step streams every byte of it once,
-// and each 4 KB page is a TLB miss, a two-level walk under virtualisation); 64-byte aligned
-// below. Null when the allocation fails.
-void* allocate_long_lived(size_t bytes);
-// The bytes allocate_long_lived(bytes) allocates (0 when they overflow).
-size_t long_lived_bytes(size_t bytes);
 
 // Bytes of scratch held over all threads, and freeing all of it (tessera_release_scratch):
 // release waits for the calls in flight, and calls wait while it runs.
