@@ -108,8 +108,10 @@ const Shape kShapes[] = {
     {32, 256, 256, false, false, 16, "32 x 256 x 256"},
 };
 
+enum class Packed { no, f32, b16 };  // B as given, prepacked, or prepacked in 16 bits
+
 std::string plan_line(const Profile& pr, CpuClass c, const Shape& s, int threads, bool alpha0,
-                      bool packed) {
+                      Packed packed) {
   detail::GemmProblem p;
   p.ta = s.ta, p.tb = s.tb, p.m = s.m, p.n = s.n, p.k = s.k;
   p.alpha = alpha0 ? 0.0f : 1.0f;
@@ -118,7 +120,9 @@ std::string plan_line(const Profile& pr, CpuClass c, const Shape& s, int threads
   p.ldc = s.n;
   // Never read: the planner looks at B's alignment only.
   p.b = reinterpret_cast<const float*>(uintptr_t(1) << 20 | uintptr_t(s.b_offset));
-  if (packed) p.b_packed = p.b;
+  if (packed == Packed::f32) p.b_packed = p.b;
+  // cppcheck-suppress invalidPointerCast
+  if (packed == Packed::b16) p.b_packed16 = reinterpret_cast<const uint16_t*>(p.b);
   const detail::GemmPlan plan =
       detail::plan_gemm(pr.kernels, detail::tuning_row(c), p, true, threads);
   char names[96];
@@ -126,7 +130,10 @@ std::string plan_line(const Profile& pr, CpuClass c, const Shape& s, int threads
   char line[320];
   std::snprintf(line, sizeof line, "%s %s t%d %lldx%lldx%lld%s%s%s+%d%s -> %s %s threads:%d",
                 pr.table, detail::cpu_class_name(c), threads, (long long)s.m, (long long)s.n,
-                (long long)s.k, s.ta ? " A^T" : "", s.tb ? " B^T" : "", packed ? " packed" : "",
+                (long long)s.k, s.ta ? " A^T" : "", s.tb ? " B^T" : "",
+                packed == Packed::f32   ? " packed"
+                : packed == Packed::b16 ? " packed16"
+                                        : "",
                 s.b_offset, alpha0 ? " alpha0" : "", plan.rule, names, plan.threads);
   return line;
 }
@@ -136,11 +143,14 @@ std::vector<std::string> all_plans() {
   for (const Profile& pr : profiles())
     for (CpuClass c : pr.classes)
       for (int threads : {1, 2, 4}) {
-        for (const Shape& s : kShapes) out.push_back(plan_line(pr, c, s, threads, false, false));
-        out.push_back(plan_line(pr, c, kShapes[20], threads, true, false));  // alpha = 0
-        out.push_back(plan_line(pr, c, kShapes[20], threads, false, true));  // prepacked B
-        out.push_back(plan_line(pr, c, kShapes[3], threads, false, true));   // prepacked, 1 row
-        out.push_back(plan_line(pr, c, kShapes[6], threads, false, true));   // prepacked, 4 rows
+        for (const Shape& s : kShapes)
+          out.push_back(plan_line(pr, c, s, threads, false, Packed::no));
+        out.push_back(plan_line(pr, c, kShapes[20], threads, true, Packed::no));    // alpha = 0
+        out.push_back(plan_line(pr, c, kShapes[20], threads, false, Packed::f32));  // prepacked B
+        out.push_back(plan_line(pr, c, kShapes[3], threads, false, Packed::f32));   // 1 row
+        out.push_back(plan_line(pr, c, kShapes[6], threads, false, Packed::f32));   // 4 rows
+        for (const int i : {20, 21, 6})  // B in 16 bits: 512^3, 1024^3, 4 rows
+          out.push_back(plan_line(pr, c, kShapes[i], threads, false, Packed::b16));
       }
   return out;
 }
@@ -170,12 +180,12 @@ TEST(GemmPlan, GoldenPlansForEveryTableAndClass) {
 TEST(GemmPlan, EveryRuleFiresInTheCorpus) {
   std::string all;
   for (const auto& line : all_plans()) all += line + "\n";
-  for (const char* rule :
-       {"empty", "alpha-or-k-zero", "prepacked-b", "prepacked-b-few-rows", "few-rows-b-trans",
-        "few-rows-narrow-b-k-chunks", "few-rows-b-streamed", "few-rows-b",
-        "short-k-small-tile-panels", "small-tiles-b-in-place", "small-tiles-b-panels",
-        "few-rows-a-in-place", "small-deep-tile-a-in-place", "small-a-in-place", "mid-a-in-place",
-        "mid-column-slices", "large-column-slices", "blocked"})
+  for (const char* rule : {"empty", "alpha-or-k-zero", "prepacked-b16-column-slices", "prepacked-b",
+                           "prepacked-b-few-rows", "few-rows-b-trans", "few-rows-narrow-b-k-chunks",
+                           "few-rows-b-streamed", "few-rows-b", "short-k-small-tile-panels",
+                           "small-tiles-b-in-place", "small-tiles-b-panels", "few-rows-a-in-place",
+                           "small-deep-tile-a-in-place", "small-a-in-place", "mid-a-in-place",
+                           "mid-column-slices", "large-column-slices", "blocked"})
     EXPECT_NE(all.find(std::string("-> ") + rule + " "), std::string::npos) << rule;
 }
 

@@ -178,10 +178,11 @@ struct BlockedStep {
 // O(m kc nc) products); otherwise op(B) packed once, shared likewise.
 const float* b_block(const GemmKernels& kt, const GemmProblem& p, int64_t jc, int64_t nc,
                      int64_t pc, int64_t kc, bool parallel, float* b_buf) {
-  const int64_t NR = kt.nr, n_padded = round_up(p.n, NR), panels = ceil_div(nc, NR);
-  if (p.b_packed) return p.b_packed + pc * n_padded + jc * kc;
+  const int64_t NR = kt.nr, panels = ceil_div(nc, NR);
+  const int64_t at = pc * round_up(p.packed_n ? p.packed_n : p.n, NR) + (p.packed_j0 + jc) * kc;
+  if (p.b_packed) return p.b_packed + at;
   if (p.b_packed16) {
-    const uint16_t* src = p.b_packed16 + pc * n_padded + jc * kc;
+    const uint16_t* src = p.b_packed16 + at;
     for_grid(1, panels, parallel, [&](int64_t, int64_t, int64_t q0, int64_t q1) {
       p.b16_widen((q1 - q0) * NR * kc, src + q0 * NR * kc, b_buf + q0 * NR * kc);
     });
@@ -362,6 +363,8 @@ void gemm_pack_b_full(const GemmKernels& table, bool tb, int64_t k, int64_t n, c
 // blocks -> column slices: on the deep tile 1024^3 516.2 -> 548.9, 2048^3 523.3 -> 534.8 (row
 // slices, each thread packing all of B: 535.9 and 531.6); Q K^T 4096 x 4096 x 64 486.6 -> 505.4
 // (and 482.7 -> 501.6, 493.0 -> 499.0 in two more rounds).
+// B prepacked in 16 bits goes the same way (a slice's panels found by packed_j0): each thread
+// widens only its own panels, in its own cache, with no fork-join per KC block.
 // The sums are those of the blocked path whatever the slicing: a C tile's k loop never splits.
 Status gemm_column_split(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p) {
   const int64_t panels = ceil_div(p.n, kt.nr);
@@ -379,7 +382,10 @@ Status gemm_column_split(const GemmKernels& kt, const Tuning& tn, const GemmProb
         const int64_t j1 = std::min(p.n, panels * (s + 1) / slices * kt.nr);
         GemmProblem slice = p;
         slice.n = j1 - j0;
-        slice.b = p.tb ? p.b + j0 * p.ldb : p.b + j0;
+        if (p.prepacked())  // its panels within the whole B's
+          slice.packed_j0 = p.packed_j0 + j0, slice.packed_n = p.packed_n ? p.packed_n : p.n;
+        else
+          slice.b = p.tb ? p.b + j0 * p.ldb : p.b + j0;
         slice.c = p.c + j0;
         gemm_blocked(kt, tn, slice, false, buf);  // cannot fail with its scratch given
       }

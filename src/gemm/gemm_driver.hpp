@@ -26,6 +26,9 @@ struct GemmProblem {
   const uint16_t* b_packed16 = nullptr;
   int b16 = 0;
   void (*b16_widen)(int64_t n, const uint16_t* x, float* y) = nullptr;
+  // A column slice of a prepacked B (gemm_column_split): its columns are columns packed_j0 on
+  // (a multiple of NR) of panels packed for packed_n columns (0: n, the whole B).
+  int64_t packed_j0 = 0, packed_n = 0;
   bool prepacked() const { return b_packed != nullptr || b_packed16 != nullptr; }
 };
 

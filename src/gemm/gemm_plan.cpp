@@ -128,6 +128,13 @@ GemmPlan plan_gemm(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p
     if (p.b_packed16) plan.b16 = p.b16 ? "_b_bf16" : "_b_f16";
     return plan;
   }
+  // 16-bit panels are widened a KC block at a time. Shared by the threads, each block took a
+  // fork-join of its own, and half of it was then read from the other core's cache; in column
+  // slices each thread widens its own panels (float32 panels are read in place: shared).
+  if (p.b_packed16 && threads > 1 && threads <= kMaxColumnSlices &&
+      p.n >= int64_t(4) * packed_kt.nr * threads)
+    return make(GemmPath::column_split, "prepacked-b16-column-slices", packed_kt, tn, parallel,
+                threads);
   if (p.prepacked())
     return make(GemmPath::blocked, "prepacked-b", packed_kt, tn, parallel, threads);
   // Few rows: pack nothing of A. B^T is read as dot products along k; B by the wide kernels.
