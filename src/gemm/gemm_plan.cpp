@@ -28,6 +28,12 @@ constexpr int64_t kMaxPanelsWithAInPlace = 16;
 // Column slices on at most this many threads: each slice is one more read of all of A.
 constexpr int kMaxColumnSlices = 4;
 
+// Wide enough for a column slice per thread: 2 to kMaxColumnSlices threads, each with at least
+// four of the tile's nr-column panels.
+bool wide_column_slices(int threads, int64_t n, int64_t nr) {
+  return threads > 1 && threads <= kMaxColumnSlices && n >= int64_t(4) * nr * threads;
+}
+
 // Products with at most this many multiply-adds are small (128^3).
 constexpr double kSmallMacs = 128.0 * 128 * 128;
 
@@ -131,8 +137,7 @@ GemmPlan plan_gemm(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p
   // 16-bit panels are widened a KC block at a time. Shared by the threads, each block took a
   // fork-join of its own, and half of it was then read from the other core's cache; in column
   // slices each thread widens its own panels (float32 panels are read in place: shared).
-  if (p.b_packed16 && threads > 1 && threads <= kMaxColumnSlices &&
-      p.n >= int64_t(4) * packed_kt.nr * threads)
+  if (p.b_packed16 && wide_column_slices(threads, p.n, packed_kt.nr))
     return make(GemmPath::column_split, "prepacked-b16-column-slices", packed_kt, tn, parallel,
                 threads);
   if (p.prepacked())
@@ -188,9 +193,9 @@ GemmPlan plan_gemm(const GemmKernels& kt, const Tuning& tn, const GemmProblem& p
     return plan;
   }
   const GemmKernels& blocked = blocked_kernels(kt, p.k, p.n);
-  const bool wide_slices = threads <= kMaxColumnSlices && p.n >= int64_t(4) * blocked.nr * threads;
   // A slice per thread needs a panel per thread; else rows split.
-  if (threads > 1 && (mid || wide_slices) && ceil_div(p.n, blocked.nr) >= threads)
+  if (threads > 1 && (mid || wide_column_slices(threads, p.n, blocked.nr)) &&
+      ceil_div(p.n, blocked.nr) >= threads)
     return make(GemmPath::column_split, mid ? "mid-column-slices" : "large-column-slices", blocked,
                 tn, parallel, threads);
   return make(GemmPath::blocked, "blocked", blocked, tn, parallel, threads);

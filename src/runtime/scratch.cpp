@@ -97,7 +97,7 @@ bool LongLived::allocate(size_t bytes) {
     char* const base = static_cast<char*>(m);
     const size_t head = (kHugePage - reinterpret_cast<uintptr_t>(base) % kHugePage) % kHugePage;
     if (head) munmap(base, head);
-    if (kHugePage - head) munmap(base + head + rounded, kHugePage - head);
+    munmap(base + head + rounded, kHugePage - head);  // head < kHugePage: a tail is left
     p_ = base + head, mapped_ = rounded;
     madvise(p_, rounded, MADV_HUGEPAGE);  // advice only: may be refused
     return true;
