@@ -351,6 +351,12 @@ struct QuantKernels {
   int32_t gemm_start_bias[2] = {};
   const char* gemm_name = "";
   QGemmFn gemm[2][kMaxMR + 1] = {};
+  // Where set, gemm_wide[t][r] takes two adjacent panels of one packing at once (the second
+  // `blocks` blocks after the first, gemm_nr < cols <= 2 gemm_nr), for tiles of gemm_wide_rows rows
+  // or more: a broadcast of A shared by twice the columns, where the loads bound the one-panel
+  // tile.
+  int gemm_wide_rows = 0;
+  QGemmFn gemm_wide[2][kMaxMR + 1] = {};
   QGemmPackFn gemm_pack[2] = {};
   // The integer dot-product ceiling (benchmarks' "int8_peak%"), as KernelTable::peak_fma: iters
   // x peak_ops_per_iter operations (a multiply and an add per product); null where none.

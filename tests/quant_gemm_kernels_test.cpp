@@ -5,6 +5,7 @@
 // of any bytes), over rows, columns, blocks, alpha and beta, with a guard around C.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -133,12 +134,14 @@ void test_gemm(const KernelRow& row, int t) {
   const auto fn = reinterpret_cast<arch::QGemmFn>(row.fn);
   const int R = row.rows;
   const Layout l = layout_of(row, t);
-  const int64_t NR = row.cols;
-  ASSERT_EQ(NR, l.nr);
-  std::mt19937 gen(uint32_t(R * 10 + t));
+  // NR: one panel's columns, or two adjacent panels' for a wide tile (QuantKernels::gemm_wide),
+  // which takes more columns than one panel holds.
+  const int64_t NR = row.cols, first = NR == l.nr ? 0 : l.nr;
+  ASSERT_TRUE(NR == l.nr || NR == 2 * l.nr) << row.name;
+  std::mt19937 gen(uint32_t(R * 10 + t + NR));
   int combo = 0;
   for (int64_t blocks : {1, 2, 3, 5, 9})
-    for (int64_t cols : {int64_t(1), int64_t(7), NR}) {
+    for (int64_t cols : {first + 1, first + 7, NR}) {
       const int64_t K = blocks * 32, lda = K + (combo % 3) * 32, ldc = NR + 3;
       const float alpha = combo % 2 ? 0.25f : -1.0f, beta = combo % 3 == 1 ? 0.5f : 0.0f;
       ++combo;
@@ -162,7 +165,11 @@ void test_gemm(const KernelRow& row, int t) {
       if (extreme)  // column 0's last block: q8_0 values -128, q4_0 nibbles 0 (q = -8)
         std::fill_n(&w[size_t((blocks - 1) * kBlockBytes[t] + 2)], kBlockBytes[t] - 2,
                     uint8_t(0x80 * (t == 0)));
-      const auto panel = spec_panel(t, l, cols, blocks, w.data(), ldb);
+      auto panel = spec_panel(t, l, std::min(cols, l.nr), blocks, w.data(), ldb);
+      if (cols > l.nr) {
+        const auto second = spec_panel(t, l, cols - l.nr, blocks, &w[size_t(l.nr * ldb)], ldb);
+        panel.insert(panel.end(), second.begin(), second.end());
+      }
       std::vector<float> c(size_t((R + 1) * ldc), kGuard), c0;
       for (int r = 0; r < R; ++r)
         for (int64_t j = 0; j < cols; ++j)

@@ -3,7 +3,7 @@
 // src/runtime/dispatch.cpp where CPUID has that feature; apart, so that nothing else in the
 // table is compiled for it. The dot kernels are quant_vnni512.hpp's (two blocks a zmm, no sign
 // work); the quantizers and P V are the avx512 ones. The packed GEMM tile of block-type weights,
-// 8 rows by 16 columns, is qgemm_vnni512.hpp's.
+// 16 columns, and 32 over two panels for 3-6 rows, is qgemm_vnni512.hpp's.
 #include "../common/quant.hpp"
 #include "qgemm_vnni512.hpp"
 #include "quant_gemv_vnni512.hpp"
@@ -14,8 +14,9 @@ namespace tessera::arch {
 
 namespace {
 
-// 8 rows: 8 int32 and 8 float32 accumulators, the weights' vector and nibbles, within 32 zmm.
-constexpr int kQGemmMr = 8;
+// 6 rows: the wide tile's register budget (qgemm_vnni512.hpp); the 16-column tile takes the same
+// row tiles, A's words being interleaved per tile.
+constexpr int kQGemmMr = 6;
 
 template <int... R>
 void fill_qgemm(QuantKernels& k, std::integer_sequence<int, R...>) {
@@ -25,6 +26,9 @@ void fill_qgemm(QuantKernels& k, std::integer_sequence<int, R...>) {
   k.gemm_name = "vpdpbusd";
   ((k.gemm[0][R + 1] = &qgemm_vnni512<0, R + 1>), ...);
   ((k.gemm[1][R + 1] = &qgemm_vnni512<1, R + 1>), ...);
+  k.gemm_wide_rows = 3;
+  ((k.gemm_wide[0][R + 1] = &qgemm_vnni512_wide<0, R + 1>), ...);
+  ((k.gemm_wide[1][R + 1] = &qgemm_vnni512_wide<1, R + 1>), ...);
   k.gemm_pack[0] = &qgemm_pack_vnni512<0>;
   k.gemm_pack[1] = &qgemm_pack_vnni512<1>;
   k.peak = &int8_dot_peak_loop;

@@ -147,9 +147,15 @@ Status packed_gemm(const arch::KernelTable& kt, const QuantGemm& q, const QuantG
       const int r = int(std::min(MR, i1 - i));
       const arch::QGemmRows rows{qa.qs + i * q.k, q.k, qa.d + i * blocks, qa.start + i * blocks,
                                  blocks};
-      for (int64_t p = p0; p < p1; ++p)
-        qk.gemm[t][r](rows, packed + p * panel_bytes, q.c + i * q.ldc + p * NR, q.ldc,
-                      std::min(NR, q.n - p * NR), q.alpha, q.beta);
+      // Panel pairs through the wide tile where it has the rows, the odd panel alone.
+      const bool wide = qk.gemm_wide_rows > 0 && r >= qk.gemm_wide_rows;
+      for (int64_t p = p0; p < p1;) {
+        const int64_t two = wide && p + 1 < p1 ? 2 : 1;
+        (two == 2 ? qk.gemm_wide : qk.gemm)[t][r](
+            rows, packed + p * panel_bytes, q.c + i * q.ldc + p * NR, q.ldc,
+            std::min(two * NR, q.n - p * NR), q.alpha, q.beta);
+        p += two;
+      }
     }
   };
   if (!plan.parallel) {
@@ -173,6 +179,9 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
   p.gemv = !p.packed && q.m <= kt.quant.gemv_rows[block_index(q.b_type)] &&
            q.k / kBlockValues >= tn.quant_gemv_min_blocks;
   p.rows = std::max<int64_t>(1, std::min(q.m, tn.quant_gemm_rows_per_task));
+  // Whole tiles a task (128 rows on a 6-row tile left a 2-row call each task).
+  const int64_t mr = kt.quant.gemm_mr;
+  if (p.packed && mr > 0 && p.rows > mr && q.m > p.rows) p.rows = p.rows / mr * mr;
   // Weight rows of a task: its share of L2 (tuning), whole groups of 16 keys.
   const double row_bytes = double(storage_bytes(q.b_type, std::max<int64_t>(q.k, kBlockValues)));
   p.cols = std::max<int64_t>(16, int64_t(tn.quant_gemm_chunk_bytes / row_bytes) / 16 * 16);
@@ -194,6 +203,10 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
     if (row_blocks * ceil_div(q.n, p.cols) < want)
       p.cols = std::max<int64_t>(16, ceil_div(ceil_div(q.n, ceil_div(want, row_blocks)), 16) * 16);
   }
+  // Whole panel pairs a task for the wide tile.
+  const int64_t pair = 2 * int64_t(kt.quant.gemm_nr);
+  if (p.packed && kt.quant.gemm_wide_rows > 0 && q.m >= kt.quant.gemm_wide_rows)
+    p.cols = std::max(pair, p.cols / pair * pair);
   return p;
 }
 

@@ -121,7 +121,8 @@ struct Adder {
     }
     conversion(KernelFamily::quantize_rows_q8_0, "q8_0_rows_from_f32",
                reinterpret_cast<const void*>(q.quantize_rows));
-    // The packed GEMM tile: q8_0_gemm_vpdpbusd_8x16_avx512, q8_0_gemm_pack_16_avx512.
+    // The packed GEMM tile: q8_0_gemm_vpdpbusd_6x16_avx512, q8_0_gemm_pack_16_avx512; the tile over
+    // two panels q8_0_gemm_vpdpbusd_6x32_avx512 (its cols the columns it covers).
     const KernelFamily gemms[2] = {KernelFamily::quant_gemm_q8_0, KernelFamily::quant_gemm_q4_0};
     const KernelFamily packs[2] = {KernelFamily::quant_gemm_pack_q8_0,
                                    KernelFamily::quant_gemm_pack_q4_0};
@@ -130,6 +131,9 @@ struct Adder {
       for (int r = 1; r <= q.gemm_mr; ++r)
         add(gemms[i], gemm.c_str(), r, q.gemm_nr, 0, 0, reinterpret_cast<const void*>(q.gemm[i][r]),
             types[i], q.feature);
+      for (int r = 1; r <= q.gemm_mr && q.gemm_wide_rows > 0; ++r)
+        add(gemms[i], gemm.c_str(), r, 2 * q.gemm_nr, 0, 0,
+            reinterpret_cast<const void*>(q.gemm_wide[i][r]), types[i], q.feature);
       const std::string pack = std::string(types[i]) + "_gemm_pack_" + std::to_string(q.gemm_nr);
       conversion(packs[i], pack.c_str(), reinterpret_cast<const void*>(q.gemm_pack[i]), q.feature);
       out.back().cols = q.gemm_nr;  // the panel's width
