@@ -211,28 +211,32 @@ void test_dequantize(const KernelRow& row, int t) {
 void test_quantize_rows(const KernelRow& row) {
   using Fn = void (*)(int64_t, int64_t, const float*, int64_t, int8_t*, float*);
   const auto fn = reinterpret_cast<Fn>(row.fn);
-  const auto x = quantizer_inputs();
-  for (int64_t rows : {1, 3, 5})
-    for (int64_t d : {32, 64, 160}) {
-      const int64_t ldx = d + 5;
-      std::vector<int8_t> qs(size_t(rows * d) + 8, 0x5A);
-      std::vector<float> sc(size_t(rows * d / 32) + 4, kGuard);
-      fn(rows, d, x.data(), ldx, qs.data(), sc.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        std::vector<uint8_t> want(size_t(d / 32 * 34));
-        ref::quantize(TESSERA_Q8_0, d, x.data() + r * ldx, want.data());
-        for (int64_t b = 0; b < d / 32; ++b) {
-          const float ws = scale(&want[size_t(b * 34)]);
-          ASSERT_EQ(std::memcmp(&sc[size_t(r * (d / 32) + b)], &ws, 4), 0) << row.name;
-          for (int i = 0; i < 32; ++i)
-            ASSERT_EQ(uint8_t(qs[size_t(r * d + b * 32 + i)]), want[size_t(b * 34 + 2 + i)])
-                << row.name << ": row " << r << " block " << b << " value " << i;
+  const auto inputs = quantizer_inputs();
+  // From the inputs' start (random blocks of every scale), and from their end (the ties, zeros
+  // and non-finite blocks).
+  for (int from_end = 0; from_end < 2; ++from_end)
+    for (int64_t rows : {1, 3, 5})
+      for (int64_t d : {32, 64, 160}) {
+        const int64_t ldx = d + 5;
+        const float* x = inputs.data() + from_end * (int64_t(inputs.size()) - rows * ldx);
+        std::vector<int8_t> qs(size_t(rows * d) + 8, 0x5A);
+        std::vector<float> sc(size_t(rows * d / 32) + 4, kGuard);
+        fn(rows, d, x, ldx, qs.data(), sc.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          std::vector<uint8_t> want(size_t(d / 32 * 34));
+          ref::quantize(TESSERA_Q8_0, d, x + r * ldx, want.data());
+          for (int64_t b = 0; b < d / 32; ++b) {
+            const float ws = scale(&want[size_t(b * 34)]);
+            ASSERT_EQ(std::memcmp(&sc[size_t(r * (d / 32) + b)], &ws, 4), 0) << row.name;
+            for (int i = 0; i < 32; ++i)
+              ASSERT_EQ(uint8_t(qs[size_t(r * d + b * 32 + i)]), want[size_t(b * 34 + 2 + i)])
+                  << row.name << ": row " << r << " block " << b << " value " << i;
+          }
         }
+        for (size_t i = size_t(rows * d); i < qs.size(); ++i) ASSERT_EQ(qs[i], 0x5A) << row.name;
+        for (size_t i = size_t(rows * d / 32); i < sc.size(); ++i)
+          ASSERT_EQ(sc[i], kGuard) << row.name;
       }
-      for (size_t i = size_t(rows * d); i < qs.size(); ++i) ASSERT_EQ(qs[i], 0x5A) << row.name;
-      for (size_t i = size_t(rows * d / 32); i < sc.size(); ++i)
-        ASSERT_EQ(sc[i], kGuard) << row.name;
-    }
 }
 
 TEST(QuantKernels, EveryRegisteredKernelOnItsEdgeLattice) {

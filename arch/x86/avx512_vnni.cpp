@@ -9,6 +9,7 @@
 #include "quant_gemv_vnni512.hpp"
 #include "quant_vnni512.hpp"
 #include "quant_x86.hpp"
+#include "quantize_rows_avx512.hpp"
 
 namespace tessera::arch {
 
@@ -55,6 +56,7 @@ const QuantKernels& avx512_vnni_quant_kernels() {
     k.gemv[0][1] = &quant_gemv_vnni512<0, 1>, k.gemv[0][2] = &quant_gemv_vnni512<0, 2>;
     k.gemv[1][1] = &quant_gemv_vnni512<1, 1>, k.gemv[1][2] = &quant_gemv_vnni512<1, 2>;
     fill_qgemm(k, std::make_integer_sequence<int, kQGemmMr>());
+    k.quantize_rows = &quantize_q8_rows_avx512;
 #endif
     k.feature = "avx512_vnni";
     return k;

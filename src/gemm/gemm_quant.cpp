@@ -41,6 +41,13 @@ struct QuantizedA {
 
 constexpr int64_t kQuantizeRowsPerTask = 32;
 
+// A block's words of G bytes, G R bytes apart: with G known, each copy is one move (a copy of a
+// run-time size was a library call per word).
+template <int64_t G>
+void copy_words(const int8_t* v, int64_t R, int8_t* dst) {
+  for (int64_t w = 0; w < kBlockValues / G; ++w) std::memcpy(dst + G * w * R, v + G * w, G);
+}
+
 // Row i of A into the word-interleaved layout of its tile call (QGemmRows, words of gemm_group
 // bytes): the tiles of packed_gemm's tasks, gemm_mr rows from the start of each task's
 // plan.rows, the last fewer.
@@ -62,8 +69,11 @@ void quantize_row_words(const arch::KernelTable& kt, const QuantGemm& q, const Q
     kt.quant.quantize_rows(1, nb * kBlockValues, x + b0 * kBlockValues, q.k, row, scales);
     for (int64_t b = 0; b < nb; ++b) {
       const int8_t* v = row + b * kBlockValues;
-      for (int64_t w = 0; w < kBlockValues / G; ++w)
-        std::memcpy(qs + (b0 + b) * kBlockValues * R + G * (w * R + r), v + G * w, size_t(G));
+      int8_t* dst = qs + (b0 + b) * kBlockValues * R + G * r;
+      if (G == 4)
+        copy_words<4>(v, R, dst);
+      else
+        copy_words<8>(v, R, dst);
       d[(b0 + b) * R + r] = scales[b];
       start[(b0 + b) * R + r] = bias - off * block_sum(v);
     }
