@@ -151,8 +151,9 @@ Status packed_gemm(const arch::KernelTable& kt, const QuantGemm& q, const QuantG
   };
   const int64_t row_blocks = ceil_div(q.m, plan.rows);
   const auto task = [&](int64_t index) {
-    const int64_t i0 = index / groups * plan.rows, i1 = std::min(q.m, i0 + plan.rows);
-    const int64_t p0 = index % groups * group, p1 = std::min(panels, p0 + group);
+    // Row blocks inner: the weights stream once, A's rounded rows (m k bytes) once per chunk.
+    const int64_t i0 = index % row_blocks * plan.rows, i1 = std::min(q.m, i0 + plan.rows);
+    const int64_t p0 = index / row_blocks * group, p1 = std::min(panels, p0 + group);
     for (int64_t i = i0; i < i1; i += MR) {
       const int r = int(std::min(MR, i1 - i));
       const arch::QGemmRows rows{qa.qs + i * q.k, q.k, qa.d + i * blocks, qa.start + i * blocks,

@@ -94,10 +94,10 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // between the tanh and the dot products (not measured). Results do not depend on it.
   t.additive_keys_per_task = 128;
   // A task's weight rows (256 KB) stay in L2 while its rows go by, a group of the tile's at a
-  // time; the weights come from L3 or memory once per task's rows, so m / rows times: 64 rows
-  // read a 4096 x 4096 q8_0 B (17.8 MB) 8 times in a 512-row GEMM, 128 rows 4 times (q8_0 +7%,
-  // q4_0 +4%, 1 thread, Zen 4; 256 rows within 3% of 128, a 512 KB chunk level). The rows'
-  // int8 (128 x k bytes: 512 KB at k = 4096) stream by group. Results do not depend on them.
+  // time. Chosen when row blocks were the outer loop and the weights came from L3 or memory m /
+  // rows times: 128 rows against 64, q8_0 +7%, q4_0 +4% (1 thread, Zen 4; 256 rows within 3%, a
+  // 512 KB chunk level). Chunks are now the outer loop (Zen 5: +3-7%). The rows' int8 (128 x k
+  // bytes: 512 KB at k = 4096) stream by group. Results do not depend on them.
   t.quant_gemm_rows_per_task = 128;
   t.quant_gemm_chunk_bytes = 256 * KB;
   // Packing costs what the dot kernels take for about 4 rows (q4_0) or 9 (q8_0: twice the
