@@ -22,14 +22,14 @@
 // by the R rows.
 //
 // gemm_wide[t][R] (qgemm_vnni512_wide): the same sums over two adjacent panels of one packing, 6
-// rows by 32 columns. Cores with two 512-bit vpdpbusd pipes (Zen 5, Sapphire Rapids) load two
+// rows by 32 columns. Cores with two 512-bit vpdpbusd pipes load two
 // vectors a cycle, so the 16-column tile, one load (A's word) per vpdpbusd plus the panel's, is
 // load-bound; a word broadcast once for two vpdpbusd makes 6 rows 78 loads per 96 vpdpbusd. What
 // is left shares vpdpbusd's pipes: per row, vector and block one vmulps (dq dk) and one vfmadd
 // (the conversion, integer and load work issue elsewhere), so 80% of the vpdpbusd peak is the
 // ceiling. 12 int32 and 12 float32 accumulators, two panel vectors (q4_0: four nibble vectors)
-// and a broadcast within 32 zmm. A decode step's single row keeps the 16-column tile: streaming
-// two panels from memory it read at 25-27 GB/s against 30-45.
+// and a broadcast within 32 zmm. A decode step's single row keeps the 16-column tile:
+// it streamed 32-column panels from memory more slowly.
 #pragma once
 
 #include <immintrin.h>
