@@ -11,6 +11,7 @@
 #include "tessera/layers.hpp"
 
 namespace bench {
+namespace bench_additive {
 namespace {
 
 constexpr int64_t kBatch = 8, kDim = 256;
@@ -78,8 +79,10 @@ void register_rows(int64_t len, int threads) {
 }
 
 }  // namespace
+}  // namespace bench_additive
 
 void register_additive() {
+  using namespace bench_additive;
   for (int threads : thread_counts())
     for (int64_t len : {64, 256, 1024}) register_rows(len, threads);
 }

@@ -15,6 +15,7 @@
 #include "tessera/softmax.hpp"
 
 namespace bench {
+namespace bench_attention {
 namespace {
 
 struct Problem {
@@ -166,10 +167,12 @@ void register_plus_inf_pair() {
 }
 
 }  // namespace
+}  // namespace bench_attention
 
 // The read ceiling the decode rows are measured against: one pass over as many bytes as K and V
 // of the 32K-key decode (1 GiB, far beyond any cache), split over the threads.
 void register_read_ceiling(int threads) {
+  using namespace bench_attention;
   const int64_t floats = int64_t(32) * 32768 * 128 * 2;
   const std::string name = "attention/memory-read/bytes:" + std::to_string(floats * 4) +
                            "/threads:" + std::to_string(threads);
@@ -187,6 +190,7 @@ void register_read_ceiling(int threads) {
 }
 
 void register_attention() {
+  using namespace bench_attention;
   register_plus_inf_pair();
   for (int t : thread_counts()) register_read_ceiling(t);
   for (const Problem& p : problems())

@@ -12,6 +12,7 @@
 #include "tessera/convert.hpp"
 
 namespace bench {
+namespace bench_convert {
 namespace {
 
 constexpr int64_t kInCache = 4096;
@@ -62,8 +63,10 @@ void register_call(tessera::DType from, tessera::DType to, const char* name, int
 }
 
 }  // namespace
+}  // namespace bench_convert
 
 void register_convert() {
+  using namespace bench_convert;
   const char* names[8];
   const int tables = tessera::detail::tables_for(tessera::detail::hardware(), names, 8);
   for (const char* isa : std::vector<const char*>(names, names + tables)) {

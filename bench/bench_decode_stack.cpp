@@ -14,6 +14,7 @@
 #include "tessera/tessera.h"
 
 namespace bench {
+namespace bench_decode_stack {
 namespace {
 
 constexpr int64_t kModel = 4096, kHeads = 32, kKvHeads = 8, kDim = 128, kCache = 4096;
@@ -123,8 +124,10 @@ void register_stack(int threads) {
 }
 
 }  // namespace
+}  // namespace bench_decode_stack
 
 void register_decode_stack() {
+  using namespace bench_decode_stack;
   for (int threads : thread_counts()) register_stack(threads);
 }
 

@@ -16,6 +16,7 @@
 #include "tessera/convert.hpp"
 
 namespace bench {
+namespace bench_decode_types {
 namespace {
 
 constexpr int64_t kHeads = 32, kKvHeads = 8, kDim = 128;
@@ -131,8 +132,10 @@ void register_pair(int64_t kv, tessera_dtype base, tessera_dtype type, int threa
 }
 
 }  // namespace
+}  // namespace bench_decode_types
 
 void register_decode_types() {
+  using namespace bench_decode_types;
   for (int threads : thread_counts())
     for (int64_t kv : {4096, 32768}) {
       for (tessera_dtype t : {TESSERA_F32, TESSERA_F16, TESSERA_BF16, TESSERA_Q8_0, TESSERA_Q4_0})

@@ -14,6 +14,7 @@ void mvec_exp(int64_t n, const float* x, float* y);
 void xsimd_exp(int64_t n, const float* x, float* y);
 #endif
 
+namespace bench_exp {
 namespace {
 
 constexpr int64_t kN = 4096;
@@ -33,8 +34,10 @@ void register_array(const std::string& name, F fn, float lo = -80.0f, float hi =
 }
 
 }  // namespace
+}  // namespace bench_exp
 
 void register_exp() {
+  using namespace bench_exp;
   const char* names[8];
   const int tables = tessera::detail::tables_for(tessera::detail::hardware(), names, 8);
   for (const char* isa : std::vector<const char*>(names, names + tables)) {

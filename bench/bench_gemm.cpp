@@ -15,6 +15,7 @@
 #include "tessera/threading.hpp"
 
 namespace bench {
+namespace bench_gemm {
 namespace {
 
 using tessera::Transpose;
@@ -226,8 +227,10 @@ void register_pair(const Shape& s, const GemmPeer& peer) {
 }
 
 }  // namespace
+}  // namespace bench_gemm
 
 void register_gemm() {
+  using namespace bench_gemm;
   for (const Shape& s : kShapes)
     for (int t : thread_counts()) {
       register_tessera(s, t);

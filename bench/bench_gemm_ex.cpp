@@ -13,6 +13,7 @@
 #include "tessera/gemm.hpp"
 
 namespace bench {
+namespace bench_gemm_ex {
 namespace {
 
 using tessera::DType;
@@ -151,8 +152,10 @@ void register_onednn_bf16(const ExShape& s, const GemmPeer& peer, int threads) {
 }
 
 }  // namespace
+}  // namespace bench_gemm_ex
 
 void register_gemm_ex() {
+  using namespace bench_gemm_ex;
   const DType pairs[][2] = {{DType::f32, DType::f32},
                             {DType::f32, DType::f16},
                             {DType::f32, DType::bf16},

@@ -11,6 +11,7 @@
 #include "tessera/tessera.h"
 
 namespace bench {
+namespace bench_kv_blocks {
 namespace {
 
 const char* type_name(tessera_dtype t) {
@@ -137,8 +138,10 @@ void register_layer_step(tessera_dtype type, int64_t cache, int threads) {
 }
 
 }  // namespace
+}  // namespace bench_kv_blocks
 
 void register_kv_blocks() {
+  using namespace bench_kv_blocks;
   for (int threads : thread_counts()) {
     register_prefill(TESSERA_Q8_0, threads);
     for (int64_t cache : {8192, 32768}) register_layer_step(TESSERA_Q8_0, cache, threads);

@@ -14,6 +14,7 @@
 #include "tessera/tessera.h"
 
 namespace bench {
+namespace bench_lm_layer {
 namespace {
 
 struct LmShape {
@@ -91,8 +92,10 @@ void register_option_row(const LmShape& s, int threads, const std::string& optio
 }
 
 }  // namespace
+}  // namespace bench_lm_layer
 
 void register_lm_layer() {
+  using namespace bench_lm_layer;
   const LmShape shapes[] = {{2048, 32, 8, 512, 0}, {2048, 32, 8, 1, 4096}, {512, 8, 2, 512, 0}};
   for (int threads : thread_counts())
     for (const char* option : {"rope", "sinks", "ring"})

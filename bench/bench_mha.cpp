@@ -15,6 +15,7 @@
 #include "tessera/tessera.h"
 
 namespace bench {
+namespace bench_mha {
 namespace {
 
 constexpr int64_t kModel = 2048, kHeads = 32, kKvHeads = 8, kCache = 2048;
@@ -111,8 +112,10 @@ void register_pair(tessera_dtype t, int threads) {
 }
 
 }  // namespace
+}  // namespace bench_mha
 
 void register_mha() {
+  using namespace bench_mha;
   for (int threads : thread_counts()) {
     for (tessera_dtype t : {TESSERA_F32, TESSERA_F16, TESSERA_BF16}) register_step(t, threads);
     for (tessera_dtype t : {TESSERA_F16, TESSERA_BF16}) register_pair(t, threads);

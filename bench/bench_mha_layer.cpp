@@ -15,6 +15,7 @@
 #include "tessera/tessera.h"
 
 namespace bench {
+namespace bench_mha_layer {
 namespace {
 
 struct Shape {
@@ -151,8 +152,10 @@ void register_row(const Shape& s, int threads) {
 }
 
 }  // namespace
+}  // namespace bench_mha_layer
 
 void register_mha_layer() {
+  using namespace bench_mha_layer;
   std::vector<Shape> shapes;
   for (int64_t model : {512, 2048})
     for (int64_t heads : {8, 32})

@@ -16,6 +16,7 @@
 #include "harness.hpp"
 
 namespace bench {
+namespace bench_model {
 namespace {
 
 constexpr int64_t kPrompt = 512, kDepth = 512, kTokens = 64;
@@ -93,8 +94,10 @@ void register_row(tessera_dtype weights, const char* type, bool decode, int thre
 }
 
 }  // namespace
+}  // namespace bench_model
 
 void register_model() {
+  using namespace bench_model;
   const struct {
     tessera_dtype t;
     const char* name;

@@ -19,6 +19,7 @@
 #include "tessera/tessera.h"
 
 namespace bench {
+namespace bench_paged {
 namespace {
 
 struct PagedShape {
@@ -104,8 +105,10 @@ void register_pair(const PagedShape& s, tessera_dtype type, int threads) {
 }
 
 }  // namespace
+}  // namespace bench_paged
 
 void register_paged() {
+  using namespace bench_paged;
   // vLLM's default page is 16 rows, llama.cpp's and ORT's 16-256.
   const PagedShape shapes[] = {
       {32, 8, 1, 32768, 16, false}, {32, 8, 1, 32768, 64, false},  {32, 8, 1, 32768, 256, false},

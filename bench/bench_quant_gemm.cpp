@@ -17,6 +17,7 @@
 #include "tessera/gemm.hpp"
 
 namespace bench {
+namespace bench_quant_gemm {
 namespace {
 
 using tessera::DType;
@@ -188,8 +189,10 @@ void register_gemm(int threads) {
 }
 
 }  // namespace
+}  // namespace bench_quant_gemm
 
 void register_quant_gemm() {
+  using namespace bench_quant_gemm;
   for (int threads : thread_counts()) {
     register_gemv(threads);
     register_gemm(threads);

@@ -22,6 +22,7 @@ namespace bench {
 void mvec_softmax_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, float* y);
 #endif
 
+namespace bench_softmax {
 namespace {
 
 // One read of n floats: eight partial sums the compiler vectorises with the build's own flags
@@ -165,8 +166,10 @@ void register_shape(const Rows& s, int threads) {
 }
 
 }  // namespace
+}  // namespace bench_softmax
 
 void register_softmax() {
+  using namespace bench_softmax;
   for (const Rows& s : kShapes)
     for (int t : thread_counts()) register_shape(s, t);
 }

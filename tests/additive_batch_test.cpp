@@ -13,6 +13,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace additive_batch_test {
+
 using tessera::Status;
 namespace ref = tessera::reference;
 
@@ -137,9 +139,12 @@ TEST(AdditiveBatchApi, BadArgumentsNameTheArgumentAndWriteNothing) {
 
 }  // namespace
 
+}  // namespace additive_batch_test
+
 // The batched step over odd sizes and valid lengths, and the one-shot and keys-then-step forms,
 // against the reference.
 void testers::additive_ops() {
+  using namespace additive_batch_test;
   odd_sizes_against_reference();
   const int64_t L = 37, E = 24, Dd = 18, A = 13;
   const auto enc = tt::random_vec(L * E, 1), dec = tt::random_vec(Dd, 2);

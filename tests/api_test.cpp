@@ -8,6 +8,8 @@
 #include "tessera/tessera.h"
 #include "test_util.hpp"
 
+namespace api_test {
+
 namespace {
 
 constexpr float kSentinel = 42.0f;
@@ -331,3 +333,5 @@ TEST(Version, LibraryMatchesHeaders) {
                            std::to_string(TESSERA_VERSION_PATCH);
   EXPECT_EQ(std::string(tessera_version()), want);
 }
+
+}  // namespace api_test

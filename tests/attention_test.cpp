@@ -11,6 +11,8 @@
 #include "data/seed_examples.inc"
 #include "testers.hpp"
 
+namespace attention_test {
+
 namespace {
 
 using tessera::Status;
@@ -447,10 +449,13 @@ TEST_P(Attention, BitwiseIdenticalForAnyThreadCount) {
 
 }  // namespace
 
+}  // namespace attention_test
+
 // +inf scores on every path, every option on both layouts, f16 K/V on the decode and prefill
 // paths. The special rows come first: a mutant only they reject (the max kernel skipping the
 // last key) is then rejected without running the rest.
 void testers::attention_ops() {
+  using namespace attention_test;
   plus_infinity_scores();
   if (!mutant_rejected()) every_option();
   if (!mutant_rejected()) half_precision_kv(1);

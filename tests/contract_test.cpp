@@ -19,6 +19,8 @@
 #include "tessera/tessera.h"
 #include "test_util.hpp"
 
+namespace contract_test {
+
 namespace {
 
 const tessera_transpose N = TESSERA_NO_TRANS;
@@ -275,3 +277,5 @@ TEST(Contract, TheAcceptanceNormIsRelativeBelowOne) {
 }
 
 }  // namespace
+
+}  // namespace contract_test

@@ -18,6 +18,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace convert_test {
+
 namespace {
 
 using tessera::detail::KernelFamily;
@@ -94,8 +96,11 @@ void test_widen(const KernelRow& row, bool f16) {
 
 }  // namespace
 
+}  // namespace convert_test
+
 // The conversions' tester (a registered convert_* kernel against the reference, bit for bit).
-void testers::convert_kernel(const KernelRow& row) {
+void testers::convert_kernel(const tessera::detail::KernelRow& row) {
+  using namespace convert_test;
   switch (row.family) {
     case KernelFamily::convert_f32_f16:
       return test_narrow(row, true);
@@ -109,6 +114,8 @@ void testers::convert_kernel(const KernelRow& row) {
       FAIL() << row.name << " is not a conversion";
   }
 }
+
+namespace convert_test {
 
 namespace {
 
@@ -182,3 +189,5 @@ TEST(Convert, ContractOfTheCall) {
 }
 
 }  // namespace
+
+}  // namespace convert_test

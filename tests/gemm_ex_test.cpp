@@ -14,6 +14,8 @@
 #include "tessera/reference.hpp"
 #include "tessera/tessera.h"
 
+namespace gemm_ex_test {
+
 using tessera::DType;
 using tessera::Transpose;
 
@@ -363,3 +365,5 @@ TEST(GemmExApi, RejectsBadTypesAndWritesNothing) {
 }
 
 }  // namespace
+
+}  // namespace gemm_ex_test

@@ -16,6 +16,8 @@
 #include "tessera/tessera.h"
 #include "test_util.hpp"
 
+namespace hadamard_test {
+
 namespace {
 
 namespace ref = tessera::reference;
@@ -243,3 +245,5 @@ TEST_P(Hadamard, RotationKeepsFourBitKeysAccurateOnOutlierChannels) {
 }
 
 }  // namespace
+
+}  // namespace hadamard_test

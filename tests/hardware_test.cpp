@@ -14,6 +14,8 @@
 #include "src/runtime/hardware.hpp"
 #include "src/runtime/tuning.hpp"
 
+namespace hardware_test {
+
 namespace {
 
 using tessera::detail::Caches;
@@ -204,3 +206,5 @@ TEST(Hardware, EveryClassHasATuningRow) {
 }
 
 }  // namespace
+
+}  // namespace hardware_test

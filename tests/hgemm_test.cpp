@@ -19,6 +19,8 @@
 
 #include <gtest/gtest-spi.h>
 
+namespace hgemm_test {
+
 using tessera::Status;
 using tessera::Transpose;
 namespace ref = tessera::reference;
@@ -330,3 +332,5 @@ TEST(HgemmApi, BadArgumentsNameTheArgumentAndWriteNothing) {
 }
 
 }  // namespace
+
+}  // namespace hgemm_test

@@ -10,6 +10,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace layers_test {
+
 namespace {
 
 using tessera::Status;
@@ -209,3 +211,5 @@ TEST_P(Layers, SeedBahdanauExampleKeysThenStep) {
 }
 
 }  // namespace
+
+}  // namespace layers_test

@@ -18,6 +18,8 @@
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
+namespace linear_test {
+
 namespace {
 
 namespace ref = tessera::reference;
@@ -312,3 +314,5 @@ TEST(LongLived, WeightsFromTwoMegabytesOnUntouchedAlignedMemory) {
 #endif
 
 }  // namespace
+
+}  // namespace linear_test

@@ -11,6 +11,8 @@
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
+namespace mha_layer_test {
+
 namespace {
 
 using tessera::Status;
@@ -332,3 +334,5 @@ TEST_P(MhaLayer, RefusesAnotherKernelTable) {
 }
 
 }  // namespace
+
+}  // namespace mha_layer_test

@@ -11,6 +11,8 @@
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
+namespace mha_types_test {
+
 namespace {
 
 using tessera::Status;
@@ -139,3 +141,5 @@ TEST(MhaTypesApi, RejectsBadTypesAndWritesNothing) {
 }
 
 }  // namespace
+
+}  // namespace mha_types_test

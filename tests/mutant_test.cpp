@@ -22,6 +22,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace mutant_test {
+
 namespace {
 
 namespace arch = tessera::arch;
@@ -569,3 +571,5 @@ TEST(Mutants, QuantizedAttentionsTestersRejectDroppedBlocksAndAScaleOneUlpOff) {
 }
 
 }  // namespace
+
+}  // namespace mutant_test

@@ -14,6 +14,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace norm_test {
+
 namespace {
 
 using tessera::detail::KernelFamily;
@@ -243,7 +245,10 @@ TEST_P(Norm, BadArgumentsNamedAndNothingWritten) {
 
 }  // namespace
 
-void testers::norm_act_kernel(const KernelRow& row) {
+}  // namespace norm_test
+
+void testers::norm_act_kernel(const tessera::detail::KernelRow& row) {
+  using namespace norm_test;
   switch (row.family) {
     case KernelFamily::norm_rms:
       return test_norm(row, false);

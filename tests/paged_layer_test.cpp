@@ -15,6 +15,8 @@
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
+namespace paged_layer_test {
+
 namespace {
 
 using tessera::Status;
@@ -202,3 +204,5 @@ TEST(PagedLayerApi, RejectsABadPoolAndWritesNothing) {
 }
 
 }  // namespace
+
+}  // namespace paged_layer_test

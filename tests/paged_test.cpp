@@ -12,6 +12,8 @@
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
+namespace paged_test {
+
 namespace {
 
 using tessera::Status;
@@ -200,3 +202,5 @@ TEST(PagedApi, RejectsABadTableAndWritesNothing) {
 }
 
 }  // namespace
+
+}  // namespace paged_test

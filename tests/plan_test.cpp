@@ -20,6 +20,8 @@
 #include "src/attention/attention_tile.hpp"
 #include "src/gemm/gemm_plan.hpp"
 
+namespace plan_test {
+
 namespace {
 
 namespace arch = tessera::arch;
@@ -355,3 +357,5 @@ TEST(AttentionPlan, BlocksAndChunksCoverTheProblem) {
 }
 
 }  // namespace
+
+}  // namespace plan_test

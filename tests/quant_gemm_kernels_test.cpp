@@ -17,6 +17,8 @@
 #include "tessera/reference.hpp"
 #include "testers.hpp"
 
+namespace quant_gemm_kernels_test {
+
 namespace {
 
 namespace arch = tessera::arch;
@@ -214,7 +216,10 @@ void test_gemm(const KernelRow& row, int t) {
 
 }  // namespace
 
-void testers::quant_gemm_kernel(const KernelRow& row) {
+}  // namespace quant_gemm_kernels_test
+
+void testers::quant_gemm_kernel(const tessera::detail::KernelRow& row) {
+  using namespace quant_gemm_kernels_test;
   switch (row.family) {
     case KernelFamily::quant_gemm_q8_0:
       return test_gemm(row, 0);

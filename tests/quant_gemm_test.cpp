@@ -21,6 +21,8 @@
 #include "tessera/tessera.h"
 #include "test_util.hpp"
 
+namespace quant_gemm_test {
+
 namespace {
 
 namespace ref = tessera::reference;
@@ -414,3 +416,5 @@ TEST_P(QuantGemm, MutantIsRejected) {
 }
 
 }  // namespace
+
+}  // namespace quant_gemm_test

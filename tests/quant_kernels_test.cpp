@@ -16,6 +16,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace quant_kernels_test {
+
 namespace {
 
 namespace arch = tessera::arch;
@@ -256,7 +258,10 @@ TEST(QuantKernels, EveryRegisteredKernelOnItsEdgeLattice) {
 
 }  // namespace
 
-void testers::quant_kernel(const KernelRow& row) {
+}  // namespace quant_kernels_test
+
+void testers::quant_kernel(const tessera::detail::KernelRow& row) {
+  using namespace quant_kernels_test;
   switch (row.family) {
     case KernelFamily::quant_dot_q8_0:
       return test_dot(row, 0);

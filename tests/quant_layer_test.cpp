@@ -10,6 +10,8 @@
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
+namespace quant_layer_test {
+
 namespace {
 
 using tessera::Status;
@@ -164,3 +166,5 @@ TEST_P(QuantWeightsLayer, RejectsDimensionsThatAreNotWholeBlocks) {
 }
 
 }  // namespace
+
+}  // namespace quant_layer_test

@@ -19,6 +19,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace quant_test {
+
 namespace {
 
 using tessera::DType;
@@ -443,10 +445,13 @@ constexpr StatedError kStated[] = {
 
 }  // namespace
 
+}  // namespace quant_test
+
 // On the active table: decode (one query, 2048 keys) and prefill (64 queries, 256 keys) within
 // the stated relative RMS of the unquantized result. An output of zeros is 1.0. A mutant's run
 // stops at its first failure.
 void testers::quant_accuracy(bool until_first_failure) {
+  using namespace quant_test;
   bool failed = false;
   for (const bool outliers : {false, true})
     for (const auto& qk : {std::array<int64_t, 2>{1, 2048}, std::array<int64_t, 2>{64, 256}}) {
@@ -469,6 +474,8 @@ void testers::quant_accuracy(bool until_first_failure) {
     }
 }
 
+namespace quant_test {
+
 namespace {
 
 TEST_P(Quant, OutputWithinTheStatedRelativeRmsOfTheUnquantizedResult) {
@@ -477,3 +484,5 @@ TEST_P(Quant, OutputWithinTheStatedRelativeRmsOfTheUnquantizedResult) {
 }
 
 }  // namespace
+
+}  // namespace quant_test

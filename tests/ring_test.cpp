@@ -15,6 +15,8 @@
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
+namespace ring_test {
+
 namespace {
 
 using tessera::Status;
@@ -289,3 +291,5 @@ TEST(RingCacheApi, RejectsWhatARingRulesOutAndWritesNothing) {
 }
 
 }  // namespace
+
+}  // namespace ring_test

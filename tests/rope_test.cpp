@@ -17,6 +17,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace rope_test {
+
 namespace {
 
 namespace arch = tessera::arch;
@@ -354,7 +356,10 @@ TEST(RopeLayerApi, RejectsBadOptionsAndWritesNothing) {
 
 }  // namespace
 
-void testers::rope_kernel(const KernelRow& row) {
+}  // namespace rope_test
+
+void testers::rope_kernel(const tessera::detail::KernelRow& row) {
+  using namespace rope_test;
   switch (row.family) {
     case KernelFamily::rope_angles_neox:
       return test_angles(row, false);

@@ -13,6 +13,8 @@
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
+namespace sinks_test {
+
 namespace {
 
 using tessera::Status;
@@ -150,3 +152,5 @@ TEST_P(Sinks, TheLayersOptionAgainstTheReference) {
 }
 
 }  // namespace
+
+}  // namespace sinks_test

@@ -12,6 +12,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace softmax_test {
+
 namespace {
 
 using tessera::Status;
@@ -391,10 +393,13 @@ TEST(OnlineSoftmax, MergeOfPartsEqualsWhole) {
 
 }  // namespace
 
+}  // namespace softmax_test
+
 // Rows at the edges of the register rows and the exp-store groups (5 rows: row groups and one
 // alone), and a row long enough to be done in chunks, against the reference; the rows sum to 1
 // and nothing past cols is written.
 void testers::softmax_ops() {
+  using namespace softmax_test;
   using tessera::Status;
   // Register-resident rows end at 16 columns on SSE2, 32 on AVX2, 128 on AVX-512 (last vector
   // whole or partial); the exp-store groups take over above; past 16K columns, chunks.

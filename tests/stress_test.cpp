@@ -11,6 +11,8 @@
 #include "tessera/tessera.h"
 #include "test_util.hpp"
 
+namespace stress_test {
+
 namespace {
 
 const tessera_transpose N = TESSERA_NO_TRANS;
@@ -119,3 +121,5 @@ TEST(Stress, EightThreadsWhileTablesAndThreadCapsChange) {
 }
 
 }  // namespace
+
+}  // namespace stress_test

@@ -22,6 +22,8 @@
 #include "test_util.hpp"
 #include "testers.hpp"
 
+namespace ukernel_test {
+
 namespace {
 
 namespace arch = tessera::arch;
@@ -504,9 +506,12 @@ TEST(Ukernel, EveryF16ValueWidensExactly) {
 
 }  // namespace
 
+}  // namespace ukernel_test
+
 // The tester of the registered kernel's family: the kernel called directly on its contract's
 // edge lattice (the conversions: convert_test.cpp).
-void testers::registered_kernel(const KernelRow& row) {
+void testers::registered_kernel(const tessera::detail::KernelRow& row) {
+  using namespace ukernel_test;
   const auto* t = tessera::detail::find_table(row.table);
   ASSERT_NE(t, nullptr) << row.table;
   const int64_t w = t->simd_floats;
@@ -578,6 +583,8 @@ void testers::registered_kernel(const KernelRow& row) {
   FAIL() << row.name << ": no tester for its family";
 }
 
+namespace ukernel_test {
+
 namespace {
 
 TEST(Ukernel, EveryRegisteredKernelOnItsEdgeLattice) {
@@ -599,3 +606,5 @@ TEST(Ukernel, EveryRegisteredKernelOnItsEdgeLattice) {
 }
 
 }  // namespace
+
+}  // namespace ukernel_test
