@@ -1,5 +1,7 @@
 #include "attention/attention_check.hpp"
 
+#include "runtime/arith.hpp"
+
 namespace tessera::detail {
 namespace {
 
@@ -27,8 +29,6 @@ Status check_rotation(const tessera_attention_desc& d) {
                 (long long)d.hadamard, (long long)d.value_dim);
   return Status::ok;
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The block table's sizes, then each entry a batch reads (its valid keys' pages).
 Status check_pages(const tessera_attention_desc& d) {

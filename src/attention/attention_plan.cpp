@@ -5,13 +5,9 @@
 #include <numeric>
 
 #include "attention/attention_tile.hpp"
+#include "runtime/arith.hpp"
 
 namespace tessera::detail {
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
 
 AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int64_t mr,
                              bool few_rows, const Tuning& tn, int threads) {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "arch/kernels.hpp"
+#include "runtime/arith.hpp"
 #include "tessera/attention.hpp"
 
 namespace tessera::detail::fa {
@@ -26,8 +27,6 @@ struct Geometry {
   bool elementwise;          // bias, mask, ALiBi or softcap: every tile needs the per-element pass
   bool prefetch_kv = false;  // the plan's (decode: K and V come from memory)
 };
-
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // A block type (q8_0, q4_0) K: the scores use the queries rounded to q8_0 on every path (the
 // integer dot kernels' operand on few rows; dequantized again for the packed products).

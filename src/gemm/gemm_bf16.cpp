@@ -16,7 +16,6 @@
 namespace tessera::detail {
 namespace {
 
-using gemm_split::ceil_div;
 using gemm_split::line_floats;
 using gemm_split::round_up;
 

@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "runtime/arith.hpp"
+
 namespace tessera::detail {
 namespace {
 
 using arch::GemmKernels;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 constexpr const char* kPathNames[] = {"nothing",       "scale_c",      "dot",        "wide",
                                       "wide_k_chunks", "small_tiles",  "unpacked_a", "column_split",

@@ -15,7 +15,6 @@
 namespace tessera::detail {
 namespace {
 
-using gemm_split::ceil_div;
 using gemm_split::line_floats;
 
 // C = beta C (k = 0 or alpha = 0: A and B unread; beta = 0 never reads C).

@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "runtime/arith.hpp"
 #include "runtime/scratch.hpp"
 #include "runtime/tsan.hpp"
 
 namespace tessera::detail::gemm_split {
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Runs body(i_range, j_range) over an (mi x nj) grid, or serially. Rows are split first: when

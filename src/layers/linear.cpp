@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/arith.hpp"
 #include "runtime/check.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/scratch.hpp"
@@ -22,9 +23,6 @@ struct Linear::Impl {
 };
 
 namespace {
-
-constexpr size_t kAlign = 64;
-size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 Status check_desc(const LinearDesc& d) {
   TESSERA_CHECK(detail::check_positive("desc->in_features", d.in_features));
@@ -80,7 +78,8 @@ Status Linear::init(const LinearDesc& d) {
       return detail::fail(Status::invalid_argument, "desc: the weight cannot be packed");
     const size_t bias_bytes = d.bias ? size_t(d.out_features) * sizeof(float) : 0;
     auto* impl = new (std::nothrow) Impl;
-    if (!impl || !impl->packed.allocate(round_up(bytes) + round_up(bias_bytes))) {
+    if (!impl || !impl->packed.allocate(detail::round_up_lines(bytes) +
+                                        detail::round_up_lines(bias_bytes))) {
       delete impl;
       return detail::fail(Status::out_of_memory, "linear: cannot allocate %zu bytes", bytes);
     }
@@ -90,7 +89,7 @@ Status Linear::init(const LinearDesc& d) {
       return s;
     }
     if (d.bias) {
-      char* at = static_cast<char*>(impl->packed.data()) + round_up(bytes);
+      char* at = static_cast<char*>(impl->packed.data()) + detail::round_up_lines(bytes);
       std::memcpy(at, d.bias, bias_bytes);
       // cppcheck-suppress invalidPointerCast
       impl->bias = reinterpret_cast<const float*>(at);

@@ -8,6 +8,7 @@
 #include "attention/rope.hpp"
 #include "layers/mha_paged.hpp"
 #include "layers/mha_ring.hpp"
+#include "runtime/arith.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/scratch.hpp"
 #include "runtime/threading.hpp"
@@ -18,10 +19,6 @@
 namespace tessera {
 namespace detail {
 namespace {
-
-constexpr size_t kAlign = 64;
-
-size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // Element `i` of an array of `t` (a whole block's first for a block type).
 void* at(void* p, DType t, int64_t i) { return static_cast<char*>(p) + storage_bytes(t, i); }
@@ -94,11 +91,11 @@ struct MhaBuffers {
 };
 MhaBuffers carve_workspace(void* workspace, const MhaCounts& sz) {
   char* base = static_cast<char*>(workspace);
-  base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
+  base += (kLineBytes - reinterpret_cast<uintptr_t>(base) % kLineBytes) % kLineBytes;
   auto carve = [&](size_t floats) {
     // cppcheck-suppress invalidPointerCast
     float* p = reinterpret_cast<float*>(base);
-    base += round_up(floats * 4);
+    base += round_up_lines(floats * 4);
     return p;
   };
   MhaBuffers b{};

@@ -5,12 +5,11 @@
 #include "attention/rope.hpp"
 #include "layers/mha_paged.hpp"
 #include "layers/mha_ring.hpp"
+#include "runtime/arith.hpp"
 #include "runtime/dispatch.hpp"
 
 namespace tessera::detail {
 namespace {
-
-constexpr size_t kAlign = 64;
 
 DType cache_type(const MhaDesc& d) { return DType(d.cache_type); }
 
@@ -111,10 +110,11 @@ Status check_mha_rope(const MhaDesc& d) {
 }  // namespace
 
 size_t mha_workspace_bytes(const MhaCounts& c) {
-  uint64_t total = kAlign;
+  uint64_t total = kLineBytes;
   for (int64_t floats :
        {c.q, c.kv_k, c.kv_v, c.o, c.lse, c.save_k, c.save_v, c.ring_mask, c.paged_lens})
-    total += (uint64_t(floats) * 4 + kAlign - 1) / kAlign * kAlign;  // each < 2^63 / 4: no wrap
+    total += (uint64_t(floats) * 4 + kLineBytes - 1) / kLineBytes *
+             kLineBytes;  // each < 2^63 / 4: no wrap
   return total <= SIZE_MAX ? size_t(total) : 0;
 }
 

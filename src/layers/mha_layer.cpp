@@ -5,6 +5,7 @@
 #include <new>
 
 #include "layers/mha.hpp"
+#include "runtime/arith.hpp"
 #include "runtime/dispatch.hpp"
 #include "runtime/scratch.hpp"
 #include "tessera/gemm.hpp"
@@ -20,9 +21,6 @@ struct MhaLayer::Impl {
 };
 
 namespace {
-
-constexpr size_t kAlign = 64;
-size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // Fields a call must share with the layer, named for the message.
 Status check_same_dims(const MhaDesc& layer, const MhaDesc& call) {
@@ -147,13 +145,13 @@ Status MhaLayer::init(const MhaDesc& desc) {
       delete impl;
       return detail::fail(Status::invalid_argument, "desc: a weight matrix cannot be packed");
     }
-    total += round_up(p.bytes);
+    total += detail::round_up_lines(p.bytes);
   }
   const float* biases[4] = {d.b_q, d.b_k, d.b_v, d.b_o};
   const int64_t bias_len[4] = {c.qd, c.kd, c.vd, d.out_dim};
   for (int i = 0; i < 4; ++i)
-    if (biases[i]) total += round_up(size_t(bias_len[i]) * sizeof(float));
-  if (!impl->block.allocate(round_up(total))) {
+    if (biases[i]) total += detail::round_up_lines(size_t(bias_len[i]) * sizeof(float));
+  if (!impl->block.allocate(detail::round_up_lines(total))) {
     delete impl;
     return detail::fail(Status::out_of_memory, "layer: cannot allocate %zu bytes", total);
   }
@@ -179,7 +177,7 @@ Status MhaLayer::init(const MhaDesc& desc) {
       delete impl;
       return s;
     }
-    next += round_up(p.bytes);
+    next += detail::round_up_lines(p.bytes);
   }
   const float** bias_dst[4] = {&impl->w.b_q, &impl->w.b_k, &impl->w.b_v, &impl->w.b_o};
   for (int i = 0; i < 4; ++i) {
@@ -187,7 +185,7 @@ Status MhaLayer::init(const MhaDesc& desc) {
     std::memcpy(next, biases[i], size_t(bias_len[i]) * sizeof(float));
     // cppcheck-suppress invalidPointerCast
     *bias_dst[i] = reinterpret_cast<const float*>(next);
-    next += round_up(size_t(bias_len[i]) * sizeof(float));
+    next += detail::round_up_lines(size_t(bias_len[i]) * sizeof(float));
   }
   impl->dims = call_desc(d, wt);
   impl->table = detail::active_table().name;

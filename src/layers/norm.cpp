@@ -23,7 +23,7 @@ constexpr int64_t kMinParallelValues = int64_t(1) << 15;
 template <class F>
 void over_rows(int64_t rows, int64_t dim, const F& row) {
   const int64_t per_task = std::max<int64_t>(1, kMinParallelValues / 2 / dim);
-  const int64_t tasks = detail::gemm_split::ceil_div(rows, per_task);
+  const int64_t tasks = detail::ceil_div(rows, per_task);
   if (rows * dim < kMinParallelValues || tasks < 2 || tbb::this_task_arena::max_concurrency() < 2) {
     for (int64_t r = 0; r < rows; ++r) row(r);
     return;

@@ -9,8 +9,8 @@ namespace tessera::reference {
 
 void additive_keys(int64_t enc_len, int64_t enc_dim, int64_t attn_dim, const float* enc,
                    const float* w_enc, float* keys) {
-  sgemm(Transpose::no_trans, Transpose::no_trans, enc_len, attn_dim, enc_dim, 1.0f, enc, enc_dim,
-        w_enc, attn_dim, 0.0f, keys, attn_dim);
+  reference::sgemm(Transpose::no_trans, Transpose::no_trans, enc_len, attn_dim, enc_dim, 1.0f, enc,
+                   enc_dim, w_enc, attn_dim, 0.0f, keys, attn_dim);
 }
 
 void additive_attention_step(int64_t enc_len, int64_t enc_dim, int64_t dec_dim, int64_t attn_dim,

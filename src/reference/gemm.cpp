@@ -29,8 +29,8 @@ void sgemm_strided_batched(Transpose ta, Transpose tb, int64_t m, int64_t n, int
                            int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
                            int64_t stride_c, int64_t batch) {
   for (int64_t i = 0; i < batch; ++i) {
-    sgemm(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
-          c + i * stride_c, ldc);
+    reference::sgemm(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+                     c + i * stride_c, ldc);
   }
 }
 

@@ -49,8 +49,8 @@ void linear(const tessera_linear_desc& d, int64_t rows, const float* x, int64_t 
   } else {
     std::vector<float> w(size_t(n * k));
     for (int64_t i = 0; i < n * k; ++i) w[size_t(i)] = element(d.weight_type, d.weight, i);
-    sgemm(Transpose::no_trans, Transpose::trans, rows, n, k, 1.0f, x, ldx, w.data(), k, beta, y,
-          ldy);
+    reference::sgemm(Transpose::no_trans, Transpose::trans, rows, n, k, 1.0f, x, ldx, w.data(), k,
+                     beta, y, ldy);
   }
   if (d.bias)
     for (int64_t r = 0; r < rows; ++r)
