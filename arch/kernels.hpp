@@ -352,10 +352,9 @@ struct QuantKernels {
   const char* gemm_name = "";
   QGemmFn gemm[2][kMaxMR + 1] = {};
   // Where set, gemm_wide[t][r] takes two adjacent panels of one packing at once (the second
-  // `blocks` blocks after the first, gemm_nr < cols <= 2 gemm_nr), for tiles of gemm_wide_rows rows
-  // or more: a broadcast of A shared by twice the columns, where the loads bound the one-panel
-  // tile.
-  int gemm_wide_rows = 0;
+  // `blocks` blocks after the first, gemm_nr < cols <= 2 gemm_nr): a broadcast of A shared by
+  // twice the columns, where the loads bound the one-panel tile. From how many rows the executor
+  // takes it is a tuning row's (Tuning::quant_gemm_pair_rows).
   QGemmFn gemm_wide[2][kMaxMR + 1] = {};
   QGemmPackFn gemm_pack[2] = {};
   // The integer dot-product ceiling (benchmarks' "int8_peak%"), as KernelTable::peak_fma: iters

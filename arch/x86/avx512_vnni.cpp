@@ -27,7 +27,6 @@ void fill_qgemm(QuantKernels& k, std::integer_sequence<int, R...>) {
   k.gemm_name = "vpdpbusd";
   ((k.gemm[0][R + 1] = &qgemm_vnni512<0, R + 1>), ...);
   ((k.gemm[1][R + 1] = &qgemm_vnni512<1, R + 1>), ...);
-  k.gemm_wide_rows = 3;
   ((k.gemm_wide[0][R + 1] = &qgemm_vnni512_wide<0, R + 1>), ...);
   ((k.gemm_wide[1][R + 1] = &qgemm_vnni512_wide<1, R + 1>), ...);
   k.gemm_pack[0] = &qgemm_pack_vnni512<0>;

@@ -157,8 +157,8 @@ Status packed_gemm(const arch::KernelTable& kt, const QuantGemm& q, const QuantG
       const int r = int(std::min(MR, i1 - i));
       const arch::QGemmRows rows{qa.qs + i * q.k, q.k, qa.d + i * blocks, qa.start + i * blocks,
                                  blocks};
-      // Panel pairs through the wide tile where it has the rows, the odd panel alone.
-      const bool wide = qk.gemm_wide_rows > 0 && r >= qk.gemm_wide_rows;
+      // Panel pairs through the wide tile from the plan's rows, the odd panel alone.
+      const bool wide = plan.pair_rows > 0 && r >= plan.pair_rows;
       for (int64_t p = p0; p < p1;) {
         const int64_t two = wide && p + 1 < p1 ? 2 : 1;
         (two == 2 ? qk.gemm_wide : qk.gemm)[t][r](
@@ -213,10 +213,11 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
     if (row_blocks * ceil_div(q.n, p.cols) < want)
       p.cols = std::max<int64_t>(16, ceil_div(ceil_div(q.n, ceil_div(want, row_blocks)), 16) * 16);
   }
-  // Whole panel pairs a task for the wide tile.
+  // Whole panel pairs a task where tiles take them.
   const int64_t pair = 2 * int64_t(kt.quant.gemm_nr);
-  if (p.packed && kt.quant.gemm_wide_rows > 0 && q.m >= kt.quant.gemm_wide_rows)
-    p.cols = std::max(pair, p.cols / pair * pair);
+  if (p.packed && kt.quant.gemm_wide[block_index(q.b_type)][1] != nullptr)
+    p.pair_rows = tn.quant_gemm_pair_rows;
+  if (p.pair_rows > 0 && q.m >= p.pair_rows) p.cols = std::max(pair, p.cols / pair * pair);
   return p;
 }
 

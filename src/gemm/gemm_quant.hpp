@@ -39,6 +39,7 @@ struct QuantGemm {
 struct QuantGemmPlan {
   bool few_rows, packed, gemv, parallel;
   int64_t rows, cols;
+  int64_t pair_rows;  // tiles of this many rows or more take panel pairs (0: never)
 };
 QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, const QuantGemm& q);
 

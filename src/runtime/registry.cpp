@@ -131,7 +131,7 @@ struct Adder {
       for (int r = 1; r <= q.gemm_mr; ++r)
         add(gemms[i], gemm.c_str(), r, q.gemm_nr, 0, 0, reinterpret_cast<const void*>(q.gemm[i][r]),
             types[i], q.feature);
-      for (int r = 1; r <= q.gemm_mr && q.gemm_wide_rows > 0; ++r)
+      for (int r = 1; r <= q.gemm_mr && q.gemm_wide[i][1] != nullptr; ++r)
         add(gemms[i], gemm.c_str(), r, 2 * q.gemm_nr, 0, 0,
             reinterpret_cast<const void*>(q.gemm_wide[i][r]), types[i], q.feature);
       const std::string pack = std::string(types[i]) + "_gemm_pack_" + std::to_string(q.gemm_nr);

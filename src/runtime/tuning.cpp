@@ -110,6 +110,12 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // 1 thread, one row): dot / gemv time 0.87-1.09 at k = 512 (the weights in L3), 1.04-1.08 at
   // 1024, 1.17-1.43 at 2048, 1.49-1.91 at 4096.
   t.quant_gemv_min_blocks = 32;
+  // Panel pairs (the 6 x 32 VNNI tile) from 3 rows: from L2 the one-panel tile's loads bound it
+  // (pair / one-panel time 0.80-0.89 at 3 rows). One row streams the weights from memory, where
+  // pairs read two streams a panel apart: 1B q4_0 decode, 1 thread, alternated builds, one
+  // panel 46.3 / 49.2 / 45.4 t/s against pairs 42.5 / 39.6 / 40.6 (q8_0 level). At 2 rows the
+  // types disagree (q4_0 from memory 0.99-1.10, q8_0 0.87-0.94): left with the one panel.
+  t.quant_gemm_pair_rows = 3;
   return t;
 }
 
@@ -157,6 +163,7 @@ Tuning arm_row(CpuClass c, const Caches& typical, double l2_core, double min_par
   // Not measured on ARM (qemu has no timings): the tile once the dot kernels' row block is full.
   t.quant_gemm_pack_rows[0] = t.quant_gemm_pack_rows[1] = t.quant_gemm_rows_per_task + 1;
   t.quant_gemv_min_blocks = 32;  // as x86 (not measured)
+  t.quant_gemm_pair_rows = 3;    // as x86 (no ARM table has a pair tile yet)
   return t;
 }
 

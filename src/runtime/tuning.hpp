@@ -54,6 +54,8 @@ struct Tuning {
   // where the table has them, instead of the dot kernels (keys in groups, a slice of blocks at a
   // time).
   int64_t quant_gemv_min_blocks;
+  // Tiles of this many rows or more take two panels at once where the table has that tile.
+  int64_t quant_gemm_pair_rows;
 };
 
 const Tuning& tuning_row(CpuClass c);
