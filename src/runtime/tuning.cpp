@@ -13,6 +13,33 @@ namespace {
 
 constexpr double KB = 1024.0, MB = 1024.0 * 1024.0;
 
+// The block-type weights' rows of the x86 classes.
+void x86_block_type_rows(Tuning& t) {
+  // A task's weight rows (256 KB) stay in L2 while its rows go by, a group of the tile's at a
+  // time. Chosen when row blocks were the outer loop and the weights came from L3 or memory m /
+  // rows times: 128 rows against 64, q8_0 +7%, q4_0 +4% (1 thread, Zen 4; 256 rows within 3%, a
+  // 512 KB chunk level). Chunks are now the outer loop (Zen 5: +3-7%). The rows' int8 (128 x k
+  // bytes: 512 KB at k = 4096) stream by group. Results do not depend on them.
+  t.quant_gemm_rows_per_task = 128;
+  t.quant_gemm_chunk_bytes = 256 * KB;
+  // Packing costs what the dot kernels take for about 4 rows (q4_0) or 9 (q8_0: twice the
+  // bytes), and the tiles then run 2-3.5x as fast a row (4096 x 4096 weights, 1 and 2 threads,
+  // Zen 4 on the avx512 VNNI and the avx2 tiles): packing pays from 7-8 rows (q4_0) and 13-16
+  // (q8_0).
+  t.quant_gemm_pack_rows[0] = 16;
+  t.quant_gemm_pack_rows[1] = 8;
+  // The GEMV kernels against the dot kernels on weights as stored, 4096 rows, alternated (Zen 4,
+  // 1 thread, one row): dot / gemv time 0.87-1.09 at k = 512 (the weights in L3), 1.04-1.08 at
+  // 1024, 1.17-1.43 at 2048, 1.49-1.91 at 4096.
+  t.quant_gemv_min_blocks = 32;
+  // Panel pairs (the 6 x 32 VNNI tile) from 3 rows: from L2 the one-panel tile's loads bound it
+  // (pair / one-panel time 0.80-0.89 at 3 rows). One row streams the weights from memory, where
+  // pairs read two streams a panel apart: 1B q4_0 decode, 1 thread, alternated builds, one
+  // panel 46.3 / 49.2 / 45.4 t/s against pairs 42.5 / 39.6 / 40.6 (q8_0 level). At 2 rows the
+  // types disagree (q4_0 from memory 0.99-1.10, q8_0 0.87-0.94): left with the one panel.
+  t.quant_gemm_pair_rows = 3;
+}
+
 // The numbers shared by the x86 rows; each class below changes what it measured differently.
 Tuning x86_row(CpuClass c, const Caches& typical) {
   Tuning t{};
@@ -93,29 +120,7 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // A 128-key tile at attn_dim 256 is 128 KB, a quarter of the smallest L2 here (512 KB), in L2
   // between the tanh and the dot products (not measured). Results do not depend on it.
   t.additive_keys_per_task = 128;
-  // A task's weight rows (256 KB) stay in L2 while its rows go by, a group of the tile's at a
-  // time. Chosen when row blocks were the outer loop and the weights came from L3 or memory m /
-  // rows times: 128 rows against 64, q8_0 +7%, q4_0 +4% (1 thread, Zen 4; 256 rows within 3%, a
-  // 512 KB chunk level). Chunks are now the outer loop (Zen 5: +3-7%). The rows' int8 (128 x k
-  // bytes: 512 KB at k = 4096) stream by group. Results do not depend on them.
-  t.quant_gemm_rows_per_task = 128;
-  t.quant_gemm_chunk_bytes = 256 * KB;
-  // Packing costs what the dot kernels take for about 4 rows (q4_0) or 9 (q8_0: twice the
-  // bytes), and the tiles then run 2-3.5x as fast a row (4096 x 4096 weights, 1 and 2 threads,
-  // Zen 4 on the avx512 VNNI and the avx2 tiles): packing pays from 7-8 rows (q4_0) and 13-16
-  // (q8_0).
-  t.quant_gemm_pack_rows[0] = 16;
-  t.quant_gemm_pack_rows[1] = 8;
-  // The GEMV kernels against the dot kernels on weights as stored, 4096 rows, alternated (Zen 4,
-  // 1 thread, one row): dot / gemv time 0.87-1.09 at k = 512 (the weights in L3), 1.04-1.08 at
-  // 1024, 1.17-1.43 at 2048, 1.49-1.91 at 4096.
-  t.quant_gemv_min_blocks = 32;
-  // Panel pairs (the 6 x 32 VNNI tile) from 3 rows: from L2 the one-panel tile's loads bound it
-  // (pair / one-panel time 0.80-0.89 at 3 rows). One row streams the weights from memory, where
-  // pairs read two streams a panel apart: 1B q4_0 decode, 1 thread, alternated builds, one
-  // panel 46.3 / 49.2 / 45.4 t/s against pairs 42.5 / 39.6 / 40.6 (q8_0 level). At 2 rows the
-  // types disagree (q4_0 from memory 0.99-1.10, q8_0 0.87-0.94): left with the one panel.
-  t.quant_gemm_pair_rows = 3;
+  x86_block_type_rows(t);
   return t;
 }
 
