@@ -38,6 +38,9 @@ AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int
              d.batch * ceil_div(d.kv_heads, together) * plan.chunks < 4 * int64_t(threads))
         together = ceil_div(together, 2);
       plan.heads_per_task = together;
+      const int64_t run = d.page_size * std::max(tessera_dtype_size(d.k_type, d.head_dim),
+                                                 tessera_dtype_size(d.v_type, d.value_dim));
+      plan.prefetch_l1 = together > 1 && double(run) <= tn.attention_l1_run_bytes;
     }
     return plan;
   }

@@ -35,6 +35,9 @@ struct AttentionPlan {
   // decode_split_kv: KV heads per task, their rows read page by page, every head of a page in
   // turn (1: a head per task).
   int64_t heads_per_task = 1;
+  // decode_split_kv with heads_per_task > 1: a head's run of a page is short enough (the tuning
+  // row's attention_l1_run_bytes) that the next head's is prefetched into L1 rather than L2.
+  bool prefetch_l1 = false;
 };
 
 // group: query heads per kv head; mr: the rows of the table's GEMM tile; few_rows: a decode's

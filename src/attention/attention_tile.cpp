@@ -1,6 +1,7 @@
 // Fused attention's task around its key loop (key_loop.cpp): its state carved from thread
 // scratch, its queries staged and its rows finished. The design and the block sizes:
 // flash_attention.cpp.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -172,6 +173,25 @@ void finish_rows(const Geometry& g, const arch::SoftmaxKernels& sk, int64_t b, i
       if (lse) *lse = sink;
     }
   }
+}
+
+// The keys a task's rows see, and its tiles (TaskKeys).
+TaskKeys task_keys(const Geometry& g, int64_t b, int64_t i0, int64_t bq, int64_t kb, int64_t ke) {
+  const tessera_attention_desc& d = g.d;
+  TaskKeys t;
+  t.valid = valid_len(d, b);
+  visible_range(d, t.valid, position(d, t.valid, i0), t.lo_first, t.hi_first);
+  visible_range(d, t.valid, position(d, t.valid, i0 + bq - 1), t.lo_last, t.hi_last);
+  // Tiles sit at kb + t BK whatever the block, and end at min(ke, valid): a row's sums then go
+  // through the same tiles, of the same lengths, however the rows are blocked (the block count
+  // follows the thread count; the vector sums' order depends on a tile's length). Tiles outside
+  // [lo, hi) are invisible to every row of the block and skipped.
+  t.lo = kb + (std::max(kb, std::min(t.lo_first, t.lo_last)) - kb) / kBK * kBK;
+  t.end = std::min(ke, t.valid);
+  // A window can start past the valid keys (visible_range then gives an empty [lo, lo)): no
+  // tile past `end` is visited, where it once made an empty tile and a division by zero.
+  t.hi = std::min(t.end, std::max(t.hi_first, t.hi_last));
+  return t;
 }
 
 }  // namespace tessera::detail::fa

@@ -26,6 +26,7 @@ struct Geometry {
   float scale;
   bool elementwise;          // bias, mask, ALiBi or softcap: every tile needs the per-element pass
   bool prefetch_kv = false;  // the plan's (decode: K and V come from memory)
+  bool prefetch_l1 = false;  // the plan's (a task's heads' page runs are short: into L1)
 };
 
 // A block type (q8_0, q4_0) K: the scores use the queries rounded to q8_0 on every path (the
@@ -88,6 +89,19 @@ struct TileState {
 void mask_tile(const Geometry& g, int64_t b, int64_t hk, int64_t i0, int64_t bq, int64_t j0,
                int64_t n, int64_t valid, const arch::SoftmaxKernels& sk, const int64_t* window,
                int64_t chunk, float* s, int64_t lds);
+
+// The keys any of the task's rows can see (positions grow with i, so the block's first and last
+// rows bound the union), and the tiles that hold them.
+struct TaskKeys {
+  int64_t valid, lo_first, hi_first, lo_last, hi_last;
+  int64_t lo, end, hi;  // tiles start at lo, stop before hi; none reads past end
+  // A tile every row sees whole needs no per-element pass and no extents.
+  bool whole(int64_t j0, int64_t n) const {
+    return j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
+  }
+};
+
+TaskKeys task_keys(const Geometry& g, int64_t b, int64_t i0, int64_t bq, int64_t kb, int64_t ke);
 
 // The keys of the tile the stacked rows [r0, r1) may see by the structural rules.
 void panel_extent(const tessera_attention_desc& d, int64_t valid, int64_t i0, int64_t bq,

@@ -202,6 +202,7 @@ Status flash_attention(const tessera_attention_desc& d, const float* q, const vo
       plan_attention(d, g.group, kt.gemm.mr, few_rows(kt.gemm, g.group * d.q_len), active_tuning(),
                      tbb::this_task_arena::max_concurrency());
   g.prefetch_kv = plan.prefetch_kv;
+  g.prefetch_l1 = plan.prefetch_l1;
   if (rule) *rule = plan.rule;
   return plan.path == AttentionPath::decode_split_kv ? decode(g, plan, kt, q, k, v, o)
                                                      : prefill(g, plan, kt, q, k, v, o);

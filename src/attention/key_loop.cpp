@@ -31,37 +31,6 @@ struct Task {
   TileState& st;
 };
 
-// ---- which keys the task visits -----------------------------------------------------------------
-
-// The keys any of the task's rows can see (positions grow with i, so the block's first and last
-// rows bound the union), and the tiles that hold them.
-struct TaskKeys {
-  int64_t valid, lo_first, hi_first, lo_last, hi_last;
-  int64_t lo, end, hi;  // tiles start at lo, stop before hi; none reads past end
-  // A tile every row sees whole needs no per-element pass and no extents.
-  bool whole(int64_t j0, int64_t n) const {
-    return j0 >= std::max(lo_first, lo_last) && j0 + n <= std::min(hi_first, hi_last);
-  }
-};
-
-TaskKeys task_keys(const Geometry& g, int64_t b, int64_t i0, int64_t bq, int64_t kb, int64_t ke) {
-  const tessera_attention_desc& d = g.d;
-  TaskKeys t;
-  t.valid = valid_len(d, b);
-  visible_range(d, t.valid, position(d, t.valid, i0), t.lo_first, t.hi_first);
-  visible_range(d, t.valid, position(d, t.valid, i0 + bq - 1), t.lo_last, t.hi_last);
-  // Tiles sit at kb + t BK whatever the block, and end at min(ke, valid): a row's sums then go
-  // through the same tiles, of the same lengths, however the rows are blocked (the block count
-  // follows the thread count; the vector sums' order depends on a tile's length). Tiles outside
-  // [lo, hi) are invisible to every row of the block and skipped.
-  t.lo = kb + (std::max(kb, std::min(t.lo_first, t.lo_last)) - kb) / kBK * kBK;
-  t.end = std::min(ke, t.valid);
-  // A window can start past the valid keys (visible_range then gives an empty [lo, lo)): no
-  // tile past `end` is visited, where it once made an empty tile and a division by zero.
-  t.hi = std::min(t.end, std::max(t.hi_first, t.hi_last));
-  return t;
-}
-
 // Each Q panel's key extent [k0, k1) within the tile at j0 (all of it for a whole tile),
 // computed once for both products.
 void tile_extents(const Task& t, const TaskKeys& keys, int64_t j0, int64_t n, bool whole) {
@@ -82,7 +51,7 @@ void tile_extents(const Task& t, const TaskKeys& keys, int64_t j0, int64_t n, bo
 struct KeyDots {
   int64_t rows;
   const int* cols;
-  void (*block)(const Task& t, int64_t j0, int64_t jb, int64_t nb);
+  void (*block)(const Task& t, const Ahead& a, int64_t j0, int64_t jb, int64_t nb);
   // A call may take a whole tile when one call holds every row: the block-type kernels, whose
   // calls each set up the query's block sums and prefetch their own rows ahead (the float
   // kernels measured slower so, and keep the blocks).
@@ -90,7 +59,7 @@ struct KeyDots {
 };
 
 // Float32 K: read in place.
-void key_dots_f32(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
+void key_dots_f32(const Task& t, const Ahead& a, int64_t j0, int64_t jb, int64_t nb) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t D = t.g.d.head_dim, R = gk.dot_rows;
   int64_t ldk;
@@ -102,7 +71,7 @@ void key_dots_f32(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
     float* srow = t.st.s + i * kBK + jb;
     int64_t j = 0;
     for (; j + J <= nb; j += J) {
-      if (t.g.prefetch_kv && i == 0) t.krows.prefetch_l2(j0 + jb + j + kDecodeKeys, J);
+      if (t.g.prefetch_kv && i == 0) a.fetch(j0 + jb + j, J);
       dot(D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f);
     }
     for (; j < nb; ++j)
@@ -111,22 +80,22 @@ void key_dots_f32(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
 }
 
 // f16 / bf16 K: the dot16 kernels widen it in registers as they read it, in place.
-void key_dots_16(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
+void key_dots_16(const Task& t, const Ahead& a, int64_t j0, int64_t jb, int64_t nb) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t D = t.g.d.head_dim, R = gk.dot16_rows, ldk = t.krows.ld;
   const int t16 = t.g.d.k_type == TESSERA_BF16 ? 1 : 0;
   const uint16_t* kblock = t.krows.row16(j0 + jb);
-  // K from memory (the plan's prefetch_kv): the next block's rows into L2 (KvRows::prefetch_l2;
-  // past the tile's end, the next tile's); the hardware prefetcher alone left decode waiting on
-  // memory, into L1 they evicted the block being read, and all at the block's start they
-  // delayed its loads.
+  // K from memory (the plan's prefetch_kv): the rows `a` names, a call's share at a time (a head
+  // alone: its next block's, into L2, past the tile's end the next tile's); the hardware
+  // prefetcher alone left decode waiting on memory, into L1 they evicted the block being read,
+  // and all at the block's start they delayed its loads.
   const bool ahead = t.g.prefetch_kv;
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i), J = gk.dot16_cols[r];
     float* srow = t.st.s + i * kBK + jb;
     int64_t j = 0;
     for (; j + J <= nb; j += J) {
-      if (ahead && i == 0) t.krows.prefetch_l2(j0 + jb + j + kDecodeKeys, J);
+      if (ahead && i == 0) a.fetch(j0 + jb + j, J);
       gk.dot16[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
                        0.0f);
     }
@@ -138,24 +107,19 @@ void key_dots_16(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
 
 // q8_0 / q4_0 K: the integer dot kernels against the queries rounded to q8_0 (stage_queries),
 // K read in place; two keys a step.
-void key_dots_quant(const Task& t, int64_t j0, int64_t jb, int64_t nb) {
+void key_dots_quant(const Task& t, const Ahead& a, int64_t j0, int64_t jb, int64_t nb) {
   const arch::QuantKernels& qk = t.kt.quant;
   const int64_t D = t.g.d.head_dim, blocks = D / arch::kQBlock, R = qk.dot_rows;
   const int ti = t.krows.block_index();
   const uint8_t* kblock = t.krows.row8(j0 + jb);
-  // The kernels prefetch up to kDecodeKeys rows ahead, past the call only on its next page:
-  // calls of fewer rows (pages of 16) leave the rows kDecodeKeys past their own to this loop,
-  // each row once (the window a call's rows shifted by kDecodeKeys: successive calls tile it).
-  if (t.g.prefetch_kv && nb < kDecodeKeys) t.krows.prefetch_l2(j0 + jb + kDecodeKeys, nb);
+  // The kernels prefetch up to kDecodeKeys rows ahead, past the call only on the rows `a` says
+  // follow it: calls of fewer rows (pages of 16) leave the rows `a` names to this loop (a head
+  // alone: kDecodeKeys past its own, each row once, successive calls tiling the window).
+  if (t.g.prefetch_kv && nb < kDecodeKeys) a.fetch(j0 + jb, nb);
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i);
-    const arch::QuantRows q{t.st.qq + i * D,
-                            t.st.qd + i * blocks,
-                            D,
-                            blocks,
-                            t.g.prefetch_kv,
-                            t.krows.after(j0 + jb + nb),
-                            t.st.qsum + i * blocks};
+    const arch::QuantRows q{t.st.qq + i * D,      t.st.qd + i * blocks,  D, blocks, t.g.prefetch_kv,
+                            a.after(j0 + jb, nb), t.st.qsum + i * blocks};
     qk.dot[ti][r](q, kblock, t.krows.ld_bytes(), nb, t.st.s + i * kBK + jb, kBK, t.g.scale);
   }
 }
@@ -168,11 +132,22 @@ KeyDots key_dots(const arch::KernelTable& kt, tessera_dtype k_type) {
   return {gk.dot16_rows, gk.dot16_cols, key_dots_16};
 }
 
+// What head h of a task's `heads` prefetches while it reads its rows of a page run of m rows:
+// the run read next, the next head's rows of the page (the last head's: the first head's on the
+// next page). Its own rows kDecodeKeys on lay past the page's other heads, so far ahead (a page
+// of heads: 128 KB at 64 f16 rows of 8 heads) that scattered pages waited on memory.
+Ahead next_run(const Task* const* t, int64_t heads, int64_t h, int64_t m, bool keys) {
+  const Task& own = *t[h];
+  if (heads == 1) return {keys ? &own.krows : &own.vrows, kDecodeKeys};
+  const Task& next = *t[(h + 1) % heads];
+  return {keys ? &next.krows : &next.vrows, (h + 1) / heads * m, false, own.g.prefetch_l1};
+}
+
 // Few rows (decode): dot products along d, K read once, in blocks of kDecodeKeys keys (whole
 // column groups of every dot kernel: the same calls as one pass over the tile). A block is read
 // in place, the row groups after the first finding it in L1. Several heads (tasks over a page's
-// heads together): each block for every head in turn, so that a page's heads, side by side in
-// the pool, are read in memory order.
+// heads together, a page holding their rows one head after another): page by page, each head's
+// rows of the page in turn, in memory order.
 void scores_few_rows(const Task* const* t, int64_t heads, const KeyDots& kd, int64_t j0,
                      int64_t n) {
   const int64_t rows = t[0]->rows;
@@ -181,9 +156,15 @@ void scores_few_rows(const Task* const* t, int64_t heads, const KeyDots& kd, int
   const int64_t block =
       kd.whole_tile && rows <= kd.rows ? n : std::max<int64_t>(1, kDecodeKeys / unit) * unit;
   // K read in place: a block stops at its page's end (paged K).
-  for (int64_t jb = 0, nb; jb < n; jb += nb) {
-    nb = t[0]->krows.run(j0 + jb, std::min(block, n - jb));
-    for (int64_t h = 0; h < heads; ++h) kd.block(*t[h], j0, jb, nb);
+  for (int64_t lo = 0, m; lo < n; lo += m) {
+    m = t[0]->krows.run(j0 + lo, n - lo);
+    for (int64_t h = 0; h < heads; ++h) {
+      const Ahead a = next_run(t, heads, h, m, true);
+      for (int64_t jb = lo, nb; jb < lo + m; jb += nb) {
+        nb = std::min(block, lo + m - jb);
+        kd.block(*t[h], a, j0, jb, nb);
+      }
+    }
   }
 }
 
@@ -304,7 +285,8 @@ void softmax_update(const Task& t, int64_t n, bool whole, int64_t chunk) {
 // registers, wide16_cols columns a call, over blocks of kDecodeKeys keys (8 KB of V at d = 128,
 // in L1 across the block's calls; whole 256-key column strips made every call after the first
 // read V from L2 or memory again).
-void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t, int64_t lo, int64_t hi) {
+void pv_in_place_16(const Task& t, const Ahead& a, int64_t j0, int64_t, int64_t, int64_t lo,
+                    int64_t hi) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t Dv = t.g.d.value_dim, cols = gk.wide16_cols;
   const int64_t* extent = t.st.extent;  // one Q panel: extent[0..1]
@@ -314,7 +296,7 @@ void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t, int64_t lo, int
     kn = t.vrows.run(j0 + kb, std::min(kDecodeKeys, k1 - kb));  // within a page
     const uint16_t* vsrc = t.vrows.row16(j0 + kb);
     if (t.g.prefetch_kv)  // as K's, a block's rows kDecodeKeys ahead (one call reads it)
-      t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kn);
+      a.fetch(j0 + kb, kn);
     for (int64_t c0 = 0; c0 < Dv; c0 += cols)
       gk.wide16[t16][t.rows](kn, t.st.s + kb, kBK, 1, vsrc + c0, t.vrows.ld, t.st.o + c0, Dv,
                              std::min(cols, Dv - c0), 1.0f, 1.0f);
@@ -328,7 +310,8 @@ void pv_in_place_16(const Task& t, int64_t j0, int64_t, int64_t, int64_t lo, int
 // the last whole vector go through a zero-padded packed panel. V goes in blocks of kDecodeKeys
 // keys, a block staying in L1 while the kernels pass it a strip of columns at a time (as one
 // 256-key block, every strip after the first came from L2 and the first from memory).
-void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t, int64_t from, int64_t to) {
+void pv_few_rows(const Task& t, const Ahead& a, int64_t j0, int64_t, int64_t, int64_t from,
+                 int64_t to) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t MR = gk.mr, NR = gk.nr, Dv = t.g.d.value_dim;
   const int64_t* extent = t.st.extent;
@@ -343,7 +326,7 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t, int64_t from, int6
     int64_t ldv;
     const float* vblock = t.vrows.tile(t.kt, j0 + kb, ke - kb, ldv);
     if (t.g.prefetch_kv)  // as pv_in_place_16
-      t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, ke - kb);
+      a.fetch(j0 + kb, ke - kb);
     for (int64_t ir = 0, p = 0; ir < t.rows; ir += MR, ++p) {
       const int64_t k0 = std::max(kb, extent[2 * p]), k1 = std::min(ke, extent[2 * p + 1]);
       const int64_t r = std::min(MR, t.rows - ir);
@@ -372,7 +355,8 @@ void pv_few_rows(const Task& t, int64_t j0, int64_t, int64_t, int64_t from, int6
 // otherwise waited on them). A Q panel's first product stores (beta = 0) instead of adding to
 // zeros, so its O is neither cleared nor read before (a panel no tile reaches is never read
 // either: its rows finish with l = 0).
-void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n, int64_t, int64_t) {
+void pv_packed(const Task& t, const Ahead&, int64_t j0, int64_t n, int64_t next_n, int64_t,
+               int64_t) {
   const arch::GemmKernels& gk = t.kt.gemm;
   const int64_t MR = gk.mr, NR = gk.nr, Dv = t.g.d.value_dim;
   const int64_t* extent = t.st.extent;
@@ -402,7 +386,7 @@ void pv_packed(const Task& t, int64_t j0, int64_t n, int64_t next_n, int64_t, in
 
 // Few rows with q8_0 / q4_0 V: read in place and dequantized in registers by the table's quant
 // kernels, each Q panel over the keys it sees, up to dot_rows rows a call.
-void pv_quant(const Task& t, int64_t j0, int64_t, int64_t, int64_t lo, int64_t hi) {
+void pv_quant(const Task& t, const Ahead& a, int64_t j0, int64_t, int64_t, int64_t lo, int64_t hi) {
   const arch::QuantKernels& qk = t.kt.quant;
   const int64_t MR = t.kt.gemm.mr, R = qk.dot_rows, Dv = t.g.d.value_dim;
   const int ti = t.vrows.block_index();
@@ -415,17 +399,17 @@ void pv_quant(const Task& t, int64_t j0, int64_t, int64_t, int64_t lo, int64_t h
       for (int64_t kb = k0, kn; kb < k1; kb += kn) {  // page by page
         kn = t.vrows.run(j0 + kb, k1 - kb);
         if (t.g.prefetch_kv && i == ir && kn < kDecodeKeys)  // as key_dots_quant
-          t.vrows.prefetch_l2(j0 + kb + kDecodeKeys, kn);
+          a.fetch(j0 + kb, kn);
         qk.pv[ti][r](kn, t.st.s + i * kBK + kb, kBK, t.vrows.row8(j0 + kb), t.vrows.ld_bytes(),
-                     Dv / arch::kQBlock, t.st.o + i * Dv, Dv, t.vrows.after(j0 + kb + kn));
+                     Dv / arch::kQBlock, t.st.o + i * Dv, Dv, a.after(j0 + kb, kn));
       }
     }
   }
 }
 
 // The keys [lo, hi) of the tile (few rows; the packed path takes the whole tile).
-using PvStep = void (*)(const Task& t, int64_t j0, int64_t n, int64_t next_n, int64_t lo,
-                        int64_t hi);
+using PvStep = void (*)(const Task& t, const Ahead& a, int64_t j0, int64_t n, int64_t next_n,
+                        int64_t lo, int64_t hi);
 
 // The P V step for this task's rows and V storage type.
 PvStep pv_step(const Task& t, bool few) {
@@ -481,13 +465,14 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       softmax_update(*tp[h], n, whole, chunk);
     }
     if (heads == 1) {
-      pv(t, j0, n, next_n, 0, n);
+      pv(t, next_run(tp, 1, 0, n, false), j0, n, next_n, 0, n);
       continue;
     }
     // Page by page, every head's rows of a page in turn (as the scores).
     for (int64_t lo = 0, m; lo < n; lo += m) {
       m = t.vrows.run(j0 + lo, n - lo);
-      for (int64_t h = 0; h < heads; ++h) pv(*tp[h], j0, n, next_n, lo, lo + m);
+      for (int64_t h = 0; h < heads; ++h)
+        pv(*tp[h], next_run(tp, heads, h, m, false), j0, n, next_n, lo, lo + m);
     }
   }
 }

@@ -107,7 +107,9 @@ struct KvRows {
   // past `end`): the next block of a decode reading K/V from memory (the plan's prefetch_kv),
   // issued a call's rows at a time so that they arrive while the current block's calls run.
   // Always inlined: out of line, GCC 12 deletes the call (arch/common/prefetch.hpp).
-  TESSERA_ALWAYS_INLINE void prefetch_l2(int64_t j, int64_t n) const {
+  TESSERA_ALWAYS_INLINE void prefetch_l2(int64_t j, int64_t n) const { prefetch<2>(j, n); }
+  template <int kLocality>
+  TESSERA_ALWAYS_INLINE void prefetch(int64_t j, int64_t n) const {
     const int64_t e = std::min(end, j + n);
     for (int64_t r = j, m; r < e; r += m) {
       m = run(r, e - r);
@@ -115,9 +117,9 @@ struct KvRows {
       // took four prefetches for about two lines of its own).
       const int64_t lb = ld_bytes(), rb = row_bytes();
       if (lb == rb)
-        arch::prefetch_rows_ahead<2>(row(r), 0, 1, 0, m * rb);
+        arch::prefetch_rows_ahead<kLocality>(row(r), 0, 1, 0, m * rb);
       else
-        arch::prefetch_rows_ahead<2>(row(r), 0, m, lb, rb);
+        arch::prefetch_rows_ahead<kLocality>(row(r), 0, m, lb, rb);
     }
   }
   // Where the rows from j on lie, for the prefetches of a kernel whose call ends before j: as
@@ -176,6 +178,26 @@ struct KvRows {
     else
       for (int64_t r = 0; r < n; ++r) widen(len, h + r * ld, out + r * len);
     return out;
+  }
+};
+
+// The rows a step prefetches while it reads rows [j, j + n) of a head: a head alone, its own
+// from j + kDecodeKeys on (and the kernels' rows past a call, those after it); a page's heads
+// together, the next run in reading order, rows j + shift on of `rows` (next_run).
+struct Ahead {
+  const KvRows* rows;
+  int64_t shift;
+  bool own = true;  // rows are the head's own: past a call come the rows right after it
+  bool l1 = false;  // into L1 (the plan's prefetch_l1: short runs), else L2
+  TESSERA_ALWAYS_INLINE void fetch(int64_t j, int64_t n) const {
+    if (l1)
+      rows->prefetch<3>(j + shift, n);
+    else
+      rows->prefetch<2>(j + shift, n);
+  }
+  // Where the rows that follow a kernel's call over [j, j + n) lie, for its own prefetches.
+  arch::NextRows after(int64_t j, int64_t n) const {
+    return own ? rows->after(j + n) : rows->after(j + shift);
   }
 };
 

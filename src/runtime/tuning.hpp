@@ -37,6 +37,7 @@ struct Tuning {
   int64_t attention_decode_max_q;    // up to this many queries split the keys into chunks
   int64_t attention_decode_chunk;    // keys per chunk (the merge order: fixes the results)
   double attention_stream_kv_bytes;  // decode: K and V past this prefetch the next block's rows
+  double attention_l1_run_bytes;     // paged decode: a head's page runs up to this, into L1
   // fp16-arithmetic GEMM (src/gemm/hgemm.cpp): a task's block of C
   int64_t hgemm_block_rows;    // rows (their packed A panels stay in L2)
   int64_t hgemm_block_panels;  // NR-column panels (one B panel reused across the rows)
