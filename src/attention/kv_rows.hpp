@@ -103,11 +103,11 @@ struct KvRows {
     if (table) return base + bytes(type, table[page_of(j)] * page_ld + in_page(j) * ld);
     return base + bytes(type, j * ld);
   }
-  // Rows [j, j + n) into L2, each at its own address (on whatever page it sits; none at or
-  // past `end`): the next block of a decode reading K/V from memory (the plan's prefetch_kv),
-  // issued a call's rows at a time so that they arrive while the current block's calls run.
-  // Always inlined: out of line, GCC 12 deletes the call (arch/common/prefetch.hpp).
-  TESSERA_ALWAYS_INLINE void prefetch_l2(int64_t j, int64_t n) const { prefetch<2>(j, n); }
+  // Rows [j, j + n) into L2 (kLocality 2) or L1 (3), each at its own address (on whatever page
+  // it sits; none at or past `end`): the next rows of a decode reading K/V from memory (the
+  // plan's prefetch_kv), issued a call's rows at a time so that they arrive while the current
+  // block's calls run. Always inlined: out of line, GCC 12 deletes the call
+  // (arch/common/prefetch.hpp).
   template <int kLocality>
   TESSERA_ALWAYS_INLINE void prefetch(int64_t j, int64_t n) const {
     const int64_t e = std::min(end, j + n);
