@@ -83,13 +83,23 @@ using GemmDotFn = void (*)(int64_t k, const float* a, int64_t lda, const float* 
 // gemm_dot.hpp: C[0, 0:n] = alpha a B^T + beta C for one row, n a multiple of the vector width.
 using GemmDotRunFn = void (*)(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                               int64_t n, float alpha, float beta);
-// gemm_dot_b16.hpp: as GemmDotFn with B stored in 16 bits (f16 or bf16), widened as loaded.
+// The rows another call reads next, one for each row of B a call reads (row i's at at + i ld,
+// the same elements): the call prefetches each into L1 as it reads its own row, spread over its
+// loop (a burst of a block's lines before the call stalled its loads behind them). at = null:
+// the kernel prefetches B's rows past its own by address, as a plain GEMM over B wants.
+struct RowsAhead {
+  const uint8_t* at = nullptr;
+  int64_t ld = 0;
+};
+// gemm_dot_b16.hpp: as GemmDotFn with B stored in 16 bits (f16 or bf16), widened as loaded; B's
+// next rows as `ahead` says.
 using GemmDot16Fn = void (*)(int64_t k, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
-                             float* c, int64_t ldc, float alpha, float beta);
-// gemm_dot_b16.hpp: as GemmStridedFn (few rows, nr <= 2 vectors) with B in 16 bits.
+                             float* c, int64_t ldc, float alpha, float beta, RowsAhead ahead);
+// gemm_dot_b16.hpp: as GemmStridedFn (few rows, nr <= 2 vectors) with B in 16 bits, its next
+// rows as `ahead` says.
 using GemmStrided16Fn = void (*)(int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
                                  const uint16_t* b, int64_t ldb, float* c, int64_t ldc, int64_t nr,
-                                 float alpha, float beta);
+                                 float alpha, float beta, RowsAhead ahead);
 // gemm_pack.hpp
 using GemmPackFn = void (*)(bool trans, int64_t rows_or_k, int64_t k_or_cols, const float* src,
                             int64_t ld, float* out);

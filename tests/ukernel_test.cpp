@@ -14,6 +14,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "src/runtime/dispatch.hpp"
@@ -200,6 +201,13 @@ void test_strided(const KernelRow& row, int64_t w) {
       }
 }
 
+// The rows a 16-bit kernel prefetches alongside its own, in every other combination: B's own
+// rows (a hint the results must not depend on), or none.
+arch::RowsAhead rows_ahead(int combo, const uint16_t* b, int64_t ldb) {
+  if (combo % 2) return {};
+  return {reinterpret_cast<const uint8_t*>(b), 2 * ldb};
+}
+
 // B stored as Elem (float, or f16/bf16 widened by `widen`), rows ldb apart: k over the lattice,
 // against the double sum of the widened B. 16-bit B values span magnitudes, with f16
 // subnormals every 7th.
@@ -220,7 +228,13 @@ void test_dot_of(const KernelRow& row, const char* what, Narrow narrow, Widen wi
         row, {row.rows, row.cols, k, row.cols + 3, s},
         [&](int64_t i, int64_t p) { return a[size_t(i * lda + p)]; },
         [&](int64_t p, int64_t j) { return widen(b[size_t(j * ldb + p)]); },
-        [&](float* c) { fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta); },
+        [&](float* c) {
+          if constexpr (std::is_same_v<Fn, arch::GemmDot16Fn>)  // every other k with rows ahead
+            fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta,
+               rows_ahead(combo, b.data(), ldb));
+          else
+            fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta);
+        },
         what);
   }
 }
@@ -262,7 +276,8 @@ void test_wide16(const KernelRow& row, bool bf16) {
           [&](int64_t i, int64_t p) { return a[size_t(i * a_rs + p * a_cs)]; },
           [&](int64_t p, int64_t j) { return widen(b[size_t(p * ldb + j)]); },
           [&](float* c) {
-            fn(k, a.data(), a_rs, a_cs, b.data(), ldb, c, row.cols + 3, nr, s.alpha, s.beta);
+            fn(k, a.data(), a_rs, a_cs, b.data(), ldb, c, row.cols + 3, nr, s.alpha, s.beta,
+               rows_ahead(combo / 2, b.data(), ldb));
           },
           "wide16");
       if (::testing::Test::HasFailure()) return;
@@ -491,7 +506,7 @@ TEST(Ukernel, EveryF16ValueWidensExactly) {
     const float one = 1.0f;
     int bad = 0;
     for (int64_t j0 = 0; j0 < 65536; j0 += cols) {
-      g.wide16[0][1](1, &one, 1, 1, b.data() + j0, cols, c.data(), cols, cols, 1.0f, 0.0f);
+      g.wide16[0][1](1, &one, 1, 1, b.data() + j0, cols, c.data(), cols, cols, 1.0f, 0.0f, {});
       for (int64_t j = 0; j < cols && j0 + j < 65536; ++j) {
         const float want = tessera::reference::f16_to_f32(uint16_t(j0 + j));
         // == : the sum 0 + 1 x (-0) is +0 on any table; every other value exactly.

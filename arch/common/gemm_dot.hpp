@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../kernels.hpp"
 #include "fmadd.hpp"
 #include "lanes.hpp"
 #include "prefetch.hpp"
@@ -103,7 +104,7 @@ struct F32Elements {
 template <class Arch, class Load, int R, int NJ, int K, class T>
 TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t lda, const T* b,
                                             int64_t ldb, float* c, int64_t ldc, float alpha,
-                                            float beta) {
+                                            float beta, RowsAhead ahead) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   constexpr int64_t kLine = 64 / sizeof(T);  // elements per cache line
@@ -123,9 +124,14 @@ TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t l
     // (2 KB at 4 x 128 floats) was shorter than a trip to DRAM: GQA 32/8 decode (4 rows,
     // kv 4096, d = 128), interleaved medians, 1 call ahead 41.3 GFLOP/s, 4 calls 50.9, 8 calls
     // 48.2 on 1 thread; 73.7, 87.8, 83.9 on 2.
-    if (p % kLine == 0)
-      for (int j = 0; j < NJ; ++j)
-        __builtin_prefetch(b + (j + kDotCallsAhead * NJ) * ldb + p, 0, 3);
+    if (p % kLine == 0) {
+      if (ahead.at)
+        for (int j = 0; j < NJ; ++j)
+          __builtin_prefetch(ahead.at + j * ahead.ld + p * int64_t(sizeof(T)), 0, 3);
+      else
+        for (int j = 0; j < NJ; ++j)
+          __builtin_prefetch(b + (j + kDotCallsAhead * NJ) * ldb + p, 0, 3);
+    }
     B av[R], bv[NJ];
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) av[i] = B::load_unaligned(a + i * lda + p);
@@ -147,21 +153,22 @@ TESSERA_ALWAYS_INLINE void gemm_dot_nt_body(int64_t k, const float* a, int64_t l
 
 template <class Arch, class Load, int R, int NJ, int K, class T>
 __attribute__((noinline)) void gemm_dot_nt_k(const float* a, int64_t lda, const T* b, int64_t ldb,
-                                             float* c, int64_t ldc, float alpha, float beta) {
-  gemm_dot_nt_body<Arch, Load, R, NJ, K>(K, a, lda, b, ldb, c, ldc, alpha, beta);
+                                             float* c, int64_t ldc, float alpha, float beta,
+                                             RowsAhead ahead) {
+  gemm_dot_nt_body<Arch, Load, R, NJ, K>(K, a, lda, b, ldb, c, ldc, alpha, beta, ahead);
 }
 
 // gemm_dot_nt over B's elements as stored (T through Load), the head dims 64 and 128 unrolled.
 template <class Arch, class Load, int R, int NJ, class T>
 TESSERA_ALWAYS_INLINE void gemm_dot_nt_of(int64_t k, const float* a, int64_t lda, const T* b,
                                           int64_t ldb, float* c, int64_t ldc, float alpha,
-                                          float beta) {
+                                          float beta, RowsAhead ahead = {}) {
   constexpr int W = static_cast<int>(xsimd::batch<float, Arch>::size);
   if (with_fixed_k<W>(k, [&](auto K) {
-        gemm_dot_nt_k<Arch, Load, R, NJ, K()>(a, lda, b, ldb, c, ldc, alpha, beta);
+        gemm_dot_nt_k<Arch, Load, R, NJ, K()>(a, lda, b, ldb, c, ldc, alpha, beta, ahead);
       }))
     return;
-  gemm_dot_nt_body<Arch, Load, R, NJ, 0>(k, a, lda, b, ldb, c, ldc, alpha, beta);
+  gemm_dot_nt_body<Arch, Load, R, NJ, 0>(k, a, lda, b, ldb, c, ldc, alpha, beta, ahead);
 }
 
 template <class Arch, int R, int NJ>

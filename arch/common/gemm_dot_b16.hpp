@@ -64,8 +64,8 @@ struct ShiftBf16Widen {
 
 template <class Arch, class Widen, int R, int NJ>
 void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
-                     float* c, int64_t ldc, float alpha, float beta) {
-  gemm_dot_nt_of<Arch, Widen, R, NJ>(k, a, lda, b, ldb, c, ldc, alpha, beta);
+                     float* c, int64_t ldc, float alpha, float beta, RowsAhead ahead) {
+  gemm_dot_nt_of<Arch, Widen, R, NJ>(k, a, lda, b, ldb, c, ldc, alpha, beta, ahead);
 }
 
 // gemm_wide_b16's whole-vector case (nr = NV W), in a body of its own: sharing the function
@@ -74,7 +74,7 @@ void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, 
 template <class Arch, class Widen, int R, int NV>
 TESSERA_ALWAYS_INLINE void wide_b16_whole(int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
                                           const uint16_t* b, int64_t ldb, float* c, int64_t ldc,
-                                          float alpha, float beta) {
+                                          float alpha, float beta, RowsAhead ahead) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   B acc[R][NV];
@@ -86,8 +86,12 @@ TESSERA_ALWAYS_INLINE void wide_b16_whole(int64_t k, const float* a, int64_t a_r
     const uint16_t* row = b + p * ldb;
     // The same columns k rows on (the caller's next block of keys; a prefetch past the array
     // does not fault): column strips of rows ldb apart are a pattern the hardware prefetcher
-    // misses, and this loop waited on memory for most of its time.
-    for (int64_t q = 0; q < NV * W; q += 32) __builtin_prefetch(row + k * ldb + q, 0, 3);
+    // misses, and this loop waited on memory for most of its time. Or the rows `ahead` names.
+    if (ahead.at)
+      for (int64_t q = 0; q < NV * W; q += 32)
+        __builtin_prefetch(ahead.at + p * ahead.ld + 2 * q, 0, 3);
+    else
+      for (int64_t q = 0; q < NV * W; q += 32) __builtin_prefetch(row + k * ldb + q, 0, 3);
     B bv[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = Widen::load(row + v * W);
@@ -122,11 +126,12 @@ TESSERA_ALWAYS_INLINE void wide_b16_whole(int64_t k, const float* a, int64_t a_r
 // C element is one accumulator lane summing k in order. beta == 0 never reads C.
 template <class Arch, class Widen, int R, int NV>
 void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const uint16_t* b,
-                   int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
+                   int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta,
+                   RowsAhead ahead) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   if (nr == NV * W)
-    return wide_b16_whole<Arch, Widen, R, NV>(k, a, a_rs, a_cs, b, ldb, c, ldc, alpha, beta);
+    return wide_b16_whole<Arch, Widen, R, NV>(k, a, a_rs, a_cs, b, ldb, c, ldc, alpha, beta, ahead);
   const int whole = int(nr / W);  // vectors loaded whole
   B acc[R][NV];
   for (int i = 0; i < R; ++i)

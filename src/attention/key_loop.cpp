@@ -85,23 +85,24 @@ void key_dots_16(const Task& t, const Ahead& a, int64_t j0, int64_t jb, int64_t 
   const int64_t D = t.g.d.head_dim, R = gk.dot16_rows, ldk = t.krows.ld;
   const int t16 = t.g.d.k_type == TESSERA_BF16 ? 1 : 0;
   const uint16_t* kblock = t.krows.row16(j0 + jb);
-  // K from memory (the plan's prefetch_kv): the rows `a` names, a call's share at a time (a head
-  // alone: its next block's, into L2, past the tile's end the next tile's); the hardware
-  // prefetcher alone left decode waiting on memory, into L1 they evicted the block being read,
-  // and all at the block's start they delayed its loads.
+  // K from memory (the plan's prefetch_kv): the rows read kDecodeKeys rows on, wherever they lie
+  // (a.spread), each by the kernel as it reads its own row; where they do not lie at a stride,
+  // the rows `a` names, a call's share at a time. The hardware prefetcher alone left decode
+  // waiting on memory, and a call's share issued before the call delayed its loads.
   const bool ahead = t.g.prefetch_kv;
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i), J = gk.dot16_cols[r];
     float* srow = t.st.s + i * kBK + jb;
     int64_t j = 0;
     for (; j + J <= nb; j += J) {
-      if (ahead && i == 0) a.fetch(j0 + jb + j, J);
-      gk.dot16[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
-                       0.0f);
+      arch::RowsAhead next{};
+      if (ahead && i == 0 && !(next = a.spread(j0 + jb + j, J)).at) a.fetch(j0 + jb + j, J);
+      gk.dot16[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f,
+                       next);
     }
     for (; j < nb; ++j)
       gk.dot16_1[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
-                         0.0f);
+                         0.0f, {});
   }
 }
 
@@ -132,15 +133,20 @@ KeyDots key_dots(const arch::KernelTable& kt, tessera_dtype k_type) {
   return {gk.dot16_rows, gk.dot16_cols, key_dots_16};
 }
 
-// What head h of a task's `heads` prefetches while it reads its rows of a page run of m rows:
-// the run read next, the next head's rows of the page (the last head's: the first head's on the
-// next page). Its own rows kDecodeKeys on lay past the page's other heads, so far ahead (a page
-// of heads: 128 KB at 64 f16 rows of 8 heads) that scattered pages waited on memory.
-Ahead next_run(const Task* const* t, int64_t heads, int64_t h, int64_t m, bool keys) {
-  const Task& own = *t[h];
-  if (heads == 1) return {keys ? &own.krows : &own.vrows, kDecodeKeys};
-  const Task& next = *t[(h + 1) % heads];
-  return {keys ? &next.krows : &next.vrows, (h + 1) / heads * m, false, own.g.prefetch_l1};
+// What head h of a task's `heads` (rows: each head's K or V rows) prefetches while it reads its
+// rows of a page run of m rows from lo: the run read next, the next head's rows of the page (the
+// last head's: the first head's on the next page), or where the kernels spread it, the rows
+// read kDecodeKeys rows on in that order. Its own rows kDecodeKeys on lay past the page's other
+// heads, so far ahead (a page of heads: 128 KB at 64 f16 rows of 8 heads) that scattered pages
+// waited on memory.
+Ahead next_run(const Task& own, const KvRows* const* rows, int64_t heads, int64_t h, int64_t lo,
+               int64_t m) {
+  Ahead a = heads == 1
+                ? Ahead{rows[h], kDecodeKeys}
+                : Ahead{rows[(h + 1) % heads], (h + 1) / heads * m, false, own.g.prefetch_l1};
+  if (own.g.prefetch_kv) a.order = rows, a.heads = heads, a.h = h, a.lo = lo, a.m = m;
+  a.distance = kDecodeKeys;
+  return a;
 }
 
 // Few rows (decode): dot products along d, K read once, in blocks of kDecodeKeys keys (whole
@@ -148,8 +154,8 @@ Ahead next_run(const Task* const* t, int64_t heads, int64_t h, int64_t m, bool k
 // in place, the row groups after the first finding it in L1. Several heads (tasks over a page's
 // heads together, a page holding their rows one head after another): page by page, each head's
 // rows of the page in turn, in memory order.
-void scores_few_rows(const Task* const* t, int64_t heads, const KeyDots& kd, int64_t j0,
-                     int64_t n) {
+void scores_few_rows(const Task* const* t, const KvRows* const* krows, int64_t heads,
+                     const KeyDots& kd, int64_t j0, int64_t n) {
   const int64_t rows = t[0]->rows;
   int64_t unit = 1;
   for (int64_t r = 1; r <= std::min(kd.rows, rows); ++r) unit = std::lcm(unit, int64_t(kd.cols[r]));
@@ -159,7 +165,7 @@ void scores_few_rows(const Task* const* t, int64_t heads, const KeyDots& kd, int
   for (int64_t lo = 0, m; lo < n; lo += m) {
     m = t[0]->krows.run(j0 + lo, n - lo);
     for (int64_t h = 0; h < heads; ++h) {
-      const Ahead a = next_run(t, heads, h, m, true);
+      const Ahead a = next_run(*t[h], krows, heads, h, j0 + lo, m);
       for (int64_t jb = lo, nb; jb < lo + m; jb += nb) {
         nb = std::min(block, lo + m - jb);
         kd.block(*t[h], a, j0, jb, nb);
@@ -295,11 +301,12 @@ void pv_in_place_16(const Task& t, const Ahead& a, int64_t j0, int64_t, int64_t,
   for (int64_t kb = std::max(lo, extent[0]), kn; kb < k1; kb += kn) {
     kn = t.vrows.run(j0 + kb, std::min(kDecodeKeys, k1 - kb));  // within a page
     const uint16_t* vsrc = t.vrows.row16(j0 + kb);
-    if (t.g.prefetch_kv)  // as K's, a block's rows kDecodeKeys ahead (one call reads it)
-      a.fetch(j0 + kb, kn);
+    arch::RowsAhead next{};  // as K's
+    if (t.g.prefetch_kv && !(next = a.spread(j0 + kb, kn)).at) a.fetch(j0 + kb, kn);
     for (int64_t c0 = 0; c0 < Dv; c0 += cols)
       gk.wide16[t16][t.rows](kn, t.st.s + kb, kBK, 1, vsrc + c0, t.vrows.ld, t.st.o + c0, Dv,
-                             std::min(cols, Dv - c0), 1.0f, 1.0f);
+                             std::min(cols, Dv - c0), 1.0f, 1.0f,
+                             {next.at ? next.at + 2 * c0 : nullptr, next.ld});
   }
 }
 
@@ -437,9 +444,12 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
   std::optional<KvRows> krows[kMaxTaskHeads], vrows[kMaxTaskHeads];
   std::optional<Task> task[kMaxTaskHeads];
   const Task* tp[kMaxTaskHeads];
+  const KvRows *kp[kMaxTaskHeads], *vp[kMaxTaskHeads];
   for (int64_t h = 0; h < heads; ++h) {
-    krows[h].emplace(d, k, d.k_type, d.k_stride, b, hk + h, d.head_dim, st[h].kw, keys.valid);
-    vrows[h].emplace(d, v, d.v_type, d.v_stride, b, hk + h, d.value_dim, st[h].vw, keys.valid);
+    kp[h] =
+        &krows[h].emplace(d, k, d.k_type, d.k_stride, b, hk + h, d.head_dim, st[h].kw, keys.valid);
+    vp[h] =
+        &vrows[h].emplace(d, v, d.v_type, d.v_stride, b, hk + h, d.value_dim, st[h].vw, keys.valid);
     tp[h] = &task[h].emplace(Task{g, kt, b, hk + h, i0, bq, rows, *krows[h], *vrows[h], st[h]});
     std::memset(st[h].o_live, 0, size_t(ceil_div(rows, kt.gemm.mr)));
   }
@@ -454,7 +464,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     const bool whole = keys.whole(j0, n);
     for (int64_t h = 0; h < heads; ++h) tile_extents(*tp[h], keys, j0, n, whole);
     if (few)
-      scores_few_rows(tp, heads, kd, j0, n);
+      scores_few_rows(tp, kp, heads, kd, j0, n);
     else
       scores_packed(t, j0, n);
     for (int64_t h = 0; h < heads; ++h) {
@@ -465,14 +475,14 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
       softmax_update(*tp[h], n, whole, chunk);
     }
     if (heads == 1) {
-      pv(t, next_run(tp, 1, 0, n, false), j0, n, next_n, 0, n);
+      pv(t, next_run(t, vp, 1, 0, j0, n), j0, n, next_n, 0, n);
       continue;
     }
     // Page by page, every head's rows of a page in turn (as the scores).
     for (int64_t lo = 0, m; lo < n; lo += m) {
       m = t.vrows.run(j0 + lo, n - lo);
       for (int64_t h = 0; h < heads; ++h)
-        pv(*tp[h], next_run(tp, heads, h, m, false), j0, n, next_n, lo, lo + m);
+        pv(*tp[h], next_run(*tp[h], vp, heads, h, j0 + lo, m), j0, n, next_n, lo, lo + m);
     }
   }
 }

@@ -189,6 +189,22 @@ struct Ahead {
   int64_t shift;
   bool own = true;  // rows are the head's own: past a call come the rows right after it
   bool l1 = false;  // into L1 (the plan's prefetch_l1: short runs), else L2
+  // The order a task reads its heads' rows in: from row lo, m rows of head 0, of head 1, ...,
+  // of the last head, then the m rows after lo of head 0 (the next page), and so on; this head
+  // is h. A head alone: heads = 1, any m. Null order: no rows to spread.
+  const KvRows* const* order = nullptr;
+  int64_t heads = 1, h = 0, lo = 0, m = 1, distance = 0;
+  // The rows read `distance` rows after [j, j + n) in that order, for the kernels that prefetch
+  // one alongside each of their own (arch::RowsAhead), wherever they lie; none where they are
+  // not n rows at a stride (a page boundary) or run past the sequence.
+  arch::RowsAhead spread(int64_t j, int64_t n) const {
+    if (!order) return {};
+    const int64_t i = j - lo + distance, on = h + i / m;
+    const KvRows& r = *order[on % heads];
+    const int64_t row = lo + on / heads * m + i % m;
+    if (row + n > r.end || r.run(row, n) < n) return {};
+    return {r.row8(row), r.ld_bytes()};
+  }
   TESSERA_ALWAYS_INLINE void fetch(int64_t j, int64_t n) const {
     if (l1)
       rows->prefetch<3>(j + shift, n);

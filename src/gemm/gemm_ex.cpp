@@ -155,9 +155,9 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
         float* ci = q.c + i * ldc;
         int64_t j = j0;
         for (; j + J <= j1; j += J)
-          g.dot16[t16][rows](q.k, ai, lda, b + j * ldb, ldb, ci + j, ldc, q.alpha, q.beta);
+          g.dot16[t16][rows](q.k, ai, lda, b + j * ldb, ldb, ci + j, ldc, q.alpha, q.beta, {});
         for (; j < j1; ++j)
-          g.dot16_1[t16][rows](q.k, ai, lda, b + j * ldb, ldb, ci + j, ldc, q.alpha, q.beta);
+          g.dot16_1[t16][rows](q.k, ai, lda, b + j * ldb, ldb, ci + j, ldc, q.alpha, q.beta, {});
       }
     });
     return Status::ok;
@@ -176,7 +176,7 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
       if (tail)
         for (int64_t j = vectors * W; j < q.n; j += wide)
           g.wide16[t16][q.m](q.k, a, lda, 1, b + j, ldb, q.c + j, ldc, std::min(wide, q.n - j),
-                             q.alpha, q.beta);
+                             q.alpha, q.beta, {});
     });
   });
   return Status::ok;
