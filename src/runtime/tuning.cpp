@@ -115,11 +115,13 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // 0.80 -> 0.89-0.95 ms, 2048 0.40 -> 0.43.
   t.attention_stream_kv_bytes = 32 * MB;
   // Paged decode, a page's heads in one task: each head's run of a page is read after the one
-  // before it, the next prefetched while it goes. A run of 8 KB or less (16 f16 rows at d 128: 4
-  // KB) goes into L1: the run being read and the next fit a quarter of the smallest L1 here (32
-  // KB). x86-zen5, f16, 32 / 8 heads, kv 32768, scattered pages, paged over contiguous time,
-  // L2 -> L1: 16 rows 1 thread 1.63 -> 1.50, 2 threads 1.86 -> 1.65; 256 rows (64 KB) 2 threads
-  // 1.10 -> 1.14.
+  // before it, the next prefetched while it goes (the executor's prefetch: block types' short
+  // calls, and 16-bit rows the kernels cannot spread). A run of 8 KB or less (16 q8_0 rows at d
+  // 128: 2.2 KB) goes into L1: the run being read and the next fit a quarter of the smallest L1
+  // here (32 KB). x86-zen5, 32 / 8 heads, kv 32768, scattered pages, paged over contiguous time,
+  // L2 -> L1: q8_0 16 rows 1 thread 1.51 -> 1.26, 2 threads 1.61 -> 1.44; f16 (before the
+  // kernels spread its prefetch) 16 rows 1.63 -> 1.50 and 1.86 -> 1.65, 256 rows (64 KB) 2
+  // threads 1.10 -> 1.14.
   t.attention_l1_run_bytes = 8 * KB;
   // No x86 table has fp16 arithmetic (hgemm runs its float32 executor): arm-a76's numbers.
   t.hgemm_block_rows = 64;
