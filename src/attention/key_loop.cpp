@@ -90,15 +90,16 @@ void key_dots_16(const Task& t, const Ahead& a, int64_t j0, int64_t jb, int64_t 
   // the rows `a` names, a call's share at a time. The hardware prefetcher alone left decode
   // waiting on memory, and a call's share issued before the call delayed its loads.
   const bool ahead = t.g.prefetch_kv;
+  const arch::RowsAhead next = ahead ? a.spread(j0 + jb, nb) : arch::RowsAhead{};
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i), J = gk.dot16_cols[r];
     float* srow = t.st.s + i * kBK + jb;
     int64_t j = 0;
     for (; j + J <= nb; j += J) {
-      arch::RowsAhead next{};
-      if (ahead && i == 0 && !(next = a.spread(j0 + jb + j, J)).at) a.fetch(j0 + jb + j, J);
-      gk.dot16[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f,
-                       next);
+      if (ahead && i == 0 && !next.at) a.fetch(j0 + jb + j, J);
+      gk.dot16[t16][r](
+          D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale, 0.0f,
+          i == 0 && next.at ? arch::RowsAhead{next.at + j * next.ld, next.ld} : arch::RowsAhead{});
     }
     for (; j < nb; ++j)
       gk.dot16_1[t16][r](D, t.st.qg + i * D, D, kblock + j * ldk, ldk, srow + j, kBK, t.g.scale,
