@@ -201,11 +201,14 @@ void test_strided(const KernelRow& row, int64_t w) {
       }
 }
 
-// The rows a 16-bit kernel prefetches alongside its own, in every other combination: B's own
-// rows (a hint the results must not depend on), or none.
-arch::RowsAhead rows_ahead(int combo, const uint16_t* b, int64_t ldb) {
+// The rows a 16-bit kernel prefetches alongside its own, in every other combination: rows of
+// NaN as long as B's (a hint: a kernel that read them instead of prefetching would return NaN),
+// or none.
+arch::RowsAhead rows_ahead(int combo, const std::vector<uint16_t>& b, int64_t ldb) {
+  static std::vector<uint16_t> nan;
+  nan.assign(b.size(), 0x7fc0);  // NaN in f16 and in bf16
   if (combo % 2) return {};
-  return {reinterpret_cast<const uint8_t*>(b), 2 * ldb};
+  return {reinterpret_cast<const uint8_t*>(nan.data()), 2 * ldb};
 }
 
 // B stored as Elem (float, or f16/bf16 widened by `widen`), rows ldb apart: k over the lattice,
@@ -231,7 +234,7 @@ void test_dot_of(const KernelRow& row, const char* what, Narrow narrow, Widen wi
         [&](float* c) {
           if constexpr (std::is_same_v<Fn, arch::GemmDot16Fn>)  // every other k with rows ahead
             fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta,
-               rows_ahead(combo, b.data(), ldb));
+               rows_ahead(combo, b, ldb));
           else
             fn(k, a.data(), lda, b.data(), ldb, c, row.cols + 3, s.alpha, s.beta);
         },
@@ -277,7 +280,7 @@ void test_wide16(const KernelRow& row, bool bf16) {
           [&](int64_t p, int64_t j) { return widen(b[size_t(p * ldb + j)]); },
           [&](float* c) {
             fn(k, a.data(), a_rs, a_cs, b.data(), ldb, c, row.cols + 3, nr, s.alpha, s.beta,
-               rows_ahead(combo / 2, b.data(), ldb));
+               rows_ahead(combo / 2, b, ldb));
           },
           "wide16");
       if (::testing::Test::HasFailure()) return;
