@@ -194,6 +194,11 @@ BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv4096_d128, 32, 8, 1, 4096, 128, 
 BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv4096_d128_f16, 32, 8, 1, 4096, 128, true,
                   TESSERA_F16)
     ->Apply(threads_1_2);
+// A 1B-class model's decode (head 64) just past one chunk and past two.
+BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv600_d64_f16, 32, 8, 1, 600, 64, true, TESSERA_F16)
+    ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv1100_d64_f16, 32, 8, 1, 1100, 64, true, TESSERA_F16)
+    ->Apply(threads_1_2);
 BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128, 32, 8, 1, 32768, 128, true, TESSERA_F32)
     ->Apply(threads_1_2);
 BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128_f16, 32, 8, 1, 32768, 128, true,

@@ -18,7 +18,9 @@ AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int
     plan.path = AttentionPath::decode_split_kv;
     plan.rule = "decode-split-kv";
     plan.chunk = tn.attention_decode_chunk;
-    plan.chunks = std::max<int64_t>(1, ceil_div(d.kv_len, plan.chunk));
+    // The last chunk takes a remainder under half a chunk (513 keys were a chunk of 512 and a
+    // task of one key, merged).
+    plan.chunks = std::max<int64_t>(1, (d.kv_len + plan.chunk / 2) / plan.chunk);
     const double rows = double(d.batch) * double(d.kv_heads) * double(d.kv_len);
     plan.prefetch_kv = rows * double(tessera_dtype_size(d.k_type, d.head_dim) +
                                      tessera_dtype_size(d.v_type, d.value_dim)) >

@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <numeric>
 
 #include "attention/attention_plan.hpp"
@@ -94,6 +95,32 @@ Status prefill(const Geometry& g, const AttentionPlan& plan, const arch::KernelT
   return Status::ok;
 }
 
+// Unit (b, hk)'s chunks merged in chunk order into its output rows; acc: rows (Dv + 2) floats.
+void merge_chunks(const Geometry& g, const arch::KernelTable& kt, const float* partial,
+                  int64_t chunks, int64_t b, int64_t hk, float* acc, float* o) {
+  const tessera_attention_desc& d = g.d;
+  const int64_t rows = g.group * d.q_len, Dv = d.value_dim, stride = rows * (2 + Dv);
+  const float* parts = partial + (b * d.kv_heads + hk) * chunks * stride;
+  TileState st;
+  st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const float* part = parts + c * stride;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* pi = part + i * (2 + Dv);
+      const OnlineSoftmaxState s{pi[0], pi[1]};
+      if (c == 0) {
+        st.m[i] = s.max, st.l[i] = s.sum;
+        std::memcpy(st.o + i * Dv, pi + 2, sizeof(float) * size_t(Dv));
+        continue;
+      }
+      OnlineSoftmaxState merged{st.m[i], st.l[i]};
+      merge_partial_output(merged, st.o + i * Dv, s, pi + 2, Dv);
+      st.m[i] = merged.max, st.l[i] = merged.sum;
+    }
+  }
+  finish_rows(g, kt.softmax, b, hk, 0, d.q_len, st, o);
+}
+
 Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTable& kt,
               const float* q, const void* k, const void* v, float* o) {
   const tessera_attention_desc& d = g.d;
@@ -104,14 +131,18 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
   const int64_t together = plan.heads_per_task, groups = ceil_div(d.kv_heads, together);
   const int64_t task_units = d.batch * groups;
   // Partials per (unit, chunk): rows x (m, l, O[Dv]), in the calling thread's scratch
-  // (reused across calls; the tasks below use their own threads' attention slots).
+  // (reused across calls; the tasks below use their own threads' attention slots), then a
+  // count of the chunks done per task unit.
   const int64_t stride = rows * (2 + Dv);
   int64_t parts, partial_floats;
-  float* partial = mul_ok(units, chunks, parts) && mul_ok(parts, stride, partial_floats) &&
-                           uint64_t(partial_floats) <= SIZE_MAX / sizeof(float)
-                       ? thread_scratch(ScratchSlot::decode_partials).floats(size_t(partial_floats))
-                       : nullptr;
+  float* partial =
+      mul_ok(units, chunks, parts) && mul_ok(parts, stride, partial_floats) &&
+              uint64_t(partial_floats + task_units) <= SIZE_MAX / sizeof(float)
+          ? thread_scratch(ScratchSlot::decode_partials).floats(size_t(partial_floats + task_units))
+          : nullptr;
   if (!partial) return fail(Status::out_of_memory, "cannot allocate the decode partials");
+  std::atomic<int32_t>* done = reinterpret_cast<std::atomic<int32_t>*>(partial + partial_floats);
+  for (int64_t u = 0; u < task_units; ++u) new (done + u) std::atomic<int32_t>(0);
   // A slice per thread for a task's states (one per head), then for a unit's merge (O, m and
   // l of every row).
   const size_t head_floats = state_floats(d, kt, rows);
@@ -138,7 +169,7 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
                         stage_queries(d, g, kt, q, b, hk0 + h, 0, d.q_len, st[h]);
                       }
                       key_loop(g, kt, b, hk0, heads, 0, d.q_len, c * chunk,
-                               std::min(d.kv_len, (c + 1) * chunk), k, v, st);
+                               c + 1 == chunks ? d.kv_len : (c + 1) * chunk, k, v, st);
                       for (int64_t h = 0; h < heads; ++h) {
                         float* out = partial + ((b * d.kv_heads + hk0 + h) * chunks + c) * stride;
                         for (int64_t i = 0; i < rows; ++i) {
@@ -148,45 +179,16 @@ Status decode(const Geometry& g, const AttentionPlan& plan, const arch::KernelTa
                                       sizeof(float) * size_t(Dv));
                         }
                       }
+                      // The task that finishes a unit's last chunk merges its heads in chunk
+                      // order (the order, not the task, fixes the sums): no second region.
+                      if (done[unit].fetch_add(1, std::memory_order_acq_rel) + 1 == chunks)
+                        for (int64_t h = 0; h < heads; ++h)
+                          merge_chunks(g, kt, partial, chunks, b, hk0 + h, slice.get(), o);
                     }
                   }),
         tbb::simple_partitioner());
   });
-  // Merge the chunks of each unit in chunk order. Isolated like the first pass: the calling
-  // thread holds the partials in its scratch and must not pick up an unrelated call meanwhile.
   fj.join();
-  ForkJoin merge;
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, units),
-                      task_body(merge, [&](const tbb::blocked_range<int64_t>& units_of_task) {
-                        for (int64_t unit = units_of_task.begin(); unit < units_of_task.end();
-                             ++unit) {
-                          const int64_t b = unit / d.kv_heads, hk = unit % d.kv_heads;
-                          // O accumulators, then m and l of every row.
-                          const Slices::Lease slice(pool);
-                          float* acc = slice.get();
-                          TileState st;
-                          st.o = acc, st.m = acc + rows * Dv, st.l = st.m + rows;
-                          for (int64_t c = 0; c < chunks; ++c) {
-                            const float* part = partial + (unit * chunks + c) * stride;
-                            for (int64_t i = 0; i < rows; ++i) {
-                              const float* pi = part + i * (2 + Dv);
-                              const OnlineSoftmaxState s{pi[0], pi[1]};
-                              if (c == 0) {
-                                st.m[i] = s.max, st.l[i] = s.sum;
-                                std::memcpy(st.o + i * Dv, pi + 2, sizeof(float) * size_t(Dv));
-                                continue;
-                              }
-                              OnlineSoftmaxState merged{st.m[i], st.l[i]};
-                              merge_partial_output(merged, st.o + i * Dv, s, pi + 2, Dv);
-                              st.m[i] = merged.max, st.l[i] = merged.sum;
-                            }
-                          }
-                          finish_rows(g, kt.softmax, b, hk, 0, d.q_len, st, o);
-                        }
-                      }));
-  });
-  merge.join();
   return Status::ok;
 }
 

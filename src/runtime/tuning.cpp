@@ -105,7 +105,8 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   t.attention_rows_per_tile = 512;
   // Decode: up to 8 queries (a GQA group's rows, speculative tokens) give too few rows to feed
   // the threads; keys split in chunks of 512 (at d = 128, a chunk's K and V are 512 KB: a
-  // thread's share of L2). Results depend on the chunk: the same on every row.
+  // thread's share of L2), the last taking a remainder under half a chunk. Results depend on
+  // the chunk: the same on every row.
   t.attention_decode_max_q = 8;
   t.attention_decode_chunk = 512;
   // K and V past the L3 a core sees (32 MB) come from memory; the decode's 16-bit readers then
