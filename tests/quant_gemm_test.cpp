@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "src/gemm/gemm_packed.hpp"
 #include "src/gemm/gemm_quant.hpp"
 #include "src/runtime/dispatch.hpp"
 #include "src/runtime/threading.hpp"
@@ -296,6 +297,57 @@ TEST_P(QuantGemm, SameResultOnOneAndTwoThreads) {
       ASSERT_EQ(tessera::set_num_threads(0), tessera::Status::ok);
       EXPECT_EQ(std::memcmp(one.out.data(), two.out.data(), one.out.size() * 4), 0) << m;
     }
+}
+
+// Products of one input against several packed weights (a layer's Q, K and V) in one call: each
+// C bitwise the one its own sgemm_packed writes, on one and two threads, with beta 1 adding to C;
+// weights of two block types, or 16-bit panels, run one by one.
+TEST_P(QuantGemm, SharedInputProductsMatchTheirOwnCalls) {
+  TESSERA_SKIP_WITHOUT_BLOCK_TYPES();
+  const int64_t k = 256, n[3] = {300, 64, 48};
+  const std::array<DType, 3> mixes[] = {{DType::q8_0, DType::q8_0, DType::q8_0},
+                                        {DType::q4_0, DType::q4_0, DType::q4_0},
+                                        {DType::q4_0, DType::q8_0, DType::q4_0},
+                                        {DType::f16, DType::f16, DType::f16}};
+  for (const int threads : {1, 2})
+    for (const auto& types : mixes)
+      for (const int64_t m : {1, 5, 70}) {
+        ASSERT_EQ(tessera::set_num_threads(threads), tessera::Status::ok);
+        std::vector<std::vector<float>> packed(3);
+        std::vector<float> own[3], shared[3];
+        tessera::detail::PackedProduct p[3];
+        const std::vector<float> a = tt::random_vec(size_t(m * k), 11);
+        for (int i = 0; i < 3; ++i) {
+          const bool block = types[i] != DType::f16;
+          const std::vector<uint8_t> b = block ? make_weights(types[i], n[i], k, k, 20 + i)
+                                               : std::vector<uint8_t>(size_t(k * n[i]) * 2, 0x3C);
+          const size_t bytes =
+              block ? tessera::sgemm_pack_bq_size(Transpose::trans, k, n[i], types[i])
+                    : tessera::sgemm_pack_b16_size(Transpose::no_trans, k, n[i]);
+          packed[size_t(i)].resize(bytes / 4 + 1);
+          ASSERT_EQ(block
+                        ? tessera::sgemm_pack_bq(Transpose::trans, k, n[i], types[i], b.data(), k,
+                                                 packed[size_t(i)].data(), bytes)
+                        : tessera::sgemm_pack_b16(Transpose::no_trans, k, n[i], types[i], b.data(),
+                                                  n[i], packed[size_t(i)].data(), bytes),
+                    tessera::Status::ok);
+          const float beta = i == 1 ? 1.0f : 0.0f;
+          own[i] = shared[i] = tt::random_vec(size_t(m * n[i]), 30 + i);
+          ASSERT_EQ(tessera::sgemm_packed(Transpose::no_trans, m, n[i], k, 1.0f, a.data(), k,
+                                          packed[size_t(i)].data(), beta, own[i].data(), n[i]),
+                    tessera::Status::ok);
+          p[i] = {n[i], packed[size_t(i)].data(), beta, shared[i].data(), n[i]};
+        }
+        ASSERT_EQ(tessera::detail::in_arena([&] {
+                    return tessera::detail::sgemm_packed_shared_a(m, k, a.data(), k, p, 3);
+                  }),
+                  tessera::Status::ok);
+        for (int i = 0; i < 3; ++i)
+          EXPECT_EQ(std::memcmp(own[i].data(), shared[i].data(), own[i].size() * 4), 0)
+              << "product " << i << " m " << m << " threads " << threads;
+        if (HasFailure()) break;
+      }
+  ASSERT_EQ(tessera::set_num_threads(0), tessera::Status::ok);
 }
 
 // One thread runs a call's tasks in one loop: through TBB each task's atomics wait for the loads

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "gemm/gemm_packed.hpp"
+
 #include "gemm/gemm_check.hpp"
 #include "gemm/gemm_plan.hpp"
 #include "gemm/gemm_quant.hpp"
@@ -337,4 +339,43 @@ Status sgemm_packed(Transpose ta, int64_t m, int64_t n, int64_t k, float alpha, 
   });
 }
 
+namespace detail {
+
+Status sgemm_packed_shared_a(int64_t m, int64_t k, const float* a, int64_t lda,
+                             const PackedProduct* p, int count) {
+  constexpr int kMax = 3;
+  const arch::KernelTable& t = active_table();
+  QuantGemm qs[kMax];
+  bool shared = count >= 1 && count <= kMax;
+  for (int i = 0; i < count && shared; ++i) {
+    PackedBHeader h;
+    std::memcpy(&h, p[i].packed, sizeof h);
+    h.isa[sizeof h.isa - 1] = '\0';
+    shared = std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 && is_block(DType(h.type)) &&
+             std::strcmp(h.isa, t.name) == 0 && h.k == k && h.n == p[i].n && h.nr != 0 &&
+             h.nr == t.quant.gemm_nr && h.kc == t.quant.gemm_group && t.quant.gemm_mr > 0;
+    // (products of two block types run one by one there)
+    qs[i] = QuantGemm{false,
+                      m,
+                      p[i].n,
+                      k,
+                      1.0f,
+                      p[i].beta,
+                      a,
+                      lda,
+                      DType(h.type),
+                      nullptr,
+                      k,
+                      p[i].c,
+                      p[i].ldc,
+                      static_cast<const uint8_t*>(p[i].packed) + kHeaderBytes};
+  }
+  if (shared) return gemm_quant_shared_a(t, qs, count);
+  for (int i = 0; i < count; ++i)
+    TESSERA_CHECK(sgemm_packed(Transpose::no_trans, m, p[i].n, k, 1.0f, a, lda, p[i].packed,
+                               p[i].beta, p[i].c, p[i].ldc));
+  return Status::ok;
+}
+
+}  // namespace detail
 }  // namespace tessera

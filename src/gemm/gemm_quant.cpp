@@ -124,56 +124,87 @@ Status quantize_a(const arch::KernelTable& kt, const QuantGemm& q, const QuantGe
   return Status::ok;
 }
 
-// B packed once into the tile's panels (a task per group of panels), then tasks of row blocks
-// by panel groups: each group of gemm_mr rows against each of the group's panels (its rows'
-// int8 stay in L1 while the panels come from L2).
-Status packed_gemm(const arch::KernelTable& kt, const QuantGemm& q, const QuantGemmPlan& plan,
-                   const QuantizedA& qa) {
-  const arch::QuantKernels& qk = kt.quant;
-  const int t = block_index(q.b_type);
-  const int64_t NR = qk.gemm_nr, MR = qk.gemm_mr, blocks = q.k / kBlockValues;
-  const int64_t panels = ceil_div(q.n, NR), panel_bytes = blocks * qk.gemm_block_bytes[t];
-  const int64_t group = std::max<int64_t>(1, plan.cols / NR), groups = ceil_div(panels, group);
-  const uint8_t* packed = q.panels;
-  uint8_t* buf = nullptr;
-  if (packed == nullptr) {
-    buf = reinterpret_cast<uint8_t*>(
-        thread_scratch(ScratchSlot::gemm_b).floats(size_t(ceil_div(panels * panel_bytes, 4))));
-    if (buf == nullptr) return fail(Status::out_of_memory, "cannot allocate the packed weights");
-    packed = buf;
+// The tasks of one product on panels (prepacked, or packed by the call): row blocks by panel
+// groups, each group of gemm_mr rows against each of the group's panels (its rows' int8 stay in
+// L1 while the panels come from L2).
+class PanelTasks {
+ public:
+  PanelTasks() = default;
+  PanelTasks(const arch::KernelTable& kt, const QuantGemm& q, const QuantGemmPlan& plan,
+             const QuantizedA& qa)
+      : qk_(&kt.quant), q_(&q), plan_(&plan), qa_(&qa), t_(block_index(q.b_type)) {
+    const int64_t NR = qk_->gemm_nr, blocks = q.k / kBlockValues;
+    panels_ = ceil_div(q.n, NR), panel_bytes_ = blocks * qk_->gemm_block_bytes[t_];
+    group_ = std::max<int64_t>(1, plan.cols / NR), groups_ = ceil_div(panels_, group_);
+    row_blocks_ = ceil_div(q.m, plan.rows);
   }
-  const int64_t ldb = storage_bytes(q.b_type, q.ldb);
-  const auto pack = [&](int64_t g) {
-    for (int64_t p = g * group; p < std::min(panels, (g + 1) * group); ++p)
-      qk.gemm_pack[t](std::min(NR, q.n - p * NR), blocks, q.b + p * NR * ldb, ldb,
-                      buf + p * panel_bytes);
-  };
-  const int64_t row_blocks = ceil_div(q.m, plan.rows);
-  const auto task = [&](int64_t index) {
+  int64_t count() const { return row_blocks_ * groups_; }
+  int64_t groups() const { return groups_; }
+  int64_t panel_bytes() const { return panel_bytes_; }
+
+  // Panel group g of B as stored into buf, in the tile's layout.
+  void pack(int64_t g, uint8_t* buf) const {
+    const QuantGemm& q = *q_;
+    const int64_t NR = qk_->gemm_nr, ldb = storage_bytes(q.b_type, q.ldb);
+    for (int64_t p = g * group_; p < std::min(panels_, (g + 1) * group_); ++p)
+      qk_->gemm_pack[t_](std::min(NR, q.n - p * NR), q.k / kBlockValues, q.b + p * NR * ldb, ldb,
+                         buf + p * panel_bytes_);
+  }
+
+  // Task `index` against the panels at `packed`.
+  void run(int64_t index, const uint8_t* packed) const {
+    const QuantGemm& q = *q_;
+    const QuantizedA& qa = *qa_;
+    const int64_t NR = qk_->gemm_nr, MR = qk_->gemm_mr, blocks = q.k / kBlockValues;
     // Row blocks inner: the weights stream once, A's rounded rows (m k bytes) once per chunk.
-    const int64_t i0 = index % row_blocks * plan.rows, i1 = std::min(q.m, i0 + plan.rows);
-    const int64_t p0 = index / row_blocks * group, p1 = std::min(panels, p0 + group);
+    const int64_t i0 = index % row_blocks_ * plan_->rows, i1 = std::min(q.m, i0 + plan_->rows);
+    const int64_t p0 = index / row_blocks_ * group_, p1 = std::min(panels_, p0 + group_);
     for (int64_t i = i0; i < i1; i += MR) {
       const int r = int(std::min(MR, i1 - i));
       const arch::QGemmRows rows{qa.qs + i * q.k, q.k, qa.d + i * blocks, qa.start + i * blocks,
                                  blocks};
       // Panel pairs through the wide tile from the plan's rows, the odd panel alone.
-      const bool wide = plan.pair_rows > 0 && r >= plan.pair_rows;
+      const bool wide = plan_->pair_rows > 0 && r >= plan_->pair_rows;
       for (int64_t p = p0; p < p1;) {
         const int64_t two = wide && p + 1 < p1 ? 2 : 1;
-        (two == 2 ? qk.gemm_wide : qk.gemm)[t][r](
-            rows, packed + p * panel_bytes, q.c + i * q.ldc + p * NR, q.ldc,
+        (two == 2 ? qk_->gemm_wide : qk_->gemm)[t_][r](
+            rows, packed + p * panel_bytes_, q.c + i * q.ldc + p * NR, q.ldc,
             std::min(two * NR, q.n - p * NR), q.alpha, q.beta);
         p += two;
       }
     }
-  };
+  }
+
+ private:
+  const arch::QuantKernels* qk_ = nullptr;
+  const QuantGemm* q_ = nullptr;
+  const QuantGemmPlan* plan_ = nullptr;
+  const QuantizedA* qa_ = nullptr;
+  int t_ = 0;
+  int64_t panels_ = 0, panel_bytes_ = 0, group_ = 1, groups_ = 0, row_blocks_ = 0;
+};
+
+// B packed once into the tile's panels where it is not prepacked (a task per group of panels),
+// then the product's tasks.
+Status packed_gemm(const arch::KernelTable& kt, const QuantGemm& q, const QuantGemmPlan& plan,
+                   const QuantizedA& qa) {
+  const PanelTasks tasks(kt, q, plan, qa);
+  const uint8_t* packed = q.panels;
+  uint8_t* buf = nullptr;
+  if (packed == nullptr) {
+    const int64_t bytes = ceil_div(q.n, int64_t(kt.quant.gemm_nr)) * tasks.panel_bytes();
+    buf = reinterpret_cast<uint8_t*>(
+        thread_scratch(ScratchSlot::gemm_b).floats(size_t(ceil_div(bytes, 4))));
+    if (buf == nullptr) return fail(Status::out_of_memory, "cannot allocate the packed weights");
+    packed = buf;
+  }
+  const auto task = [&](int64_t index) { tasks.run(index, packed); };
   if (!plan.parallel) {
-    for (int64_t g = 0; buf && g < groups; ++g) pack(g);
-    for (int64_t index = 0; index < row_blocks * groups; ++index) task(index);
+    for (int64_t g = 0; buf && g < tasks.groups(); ++g) tasks.pack(g, buf);
+    for (int64_t index = 0; index < tasks.count(); ++index) task(index);
   } else {
-    if (buf) gemm_split::for_each_task(groups, pack);
-    gemm_split::for_each_task(row_blocks * groups, task);
+    if (buf) gemm_split::for_each_task(tasks.groups(), [&](int64_t g) { tasks.pack(g, buf); });
+    gemm_split::for_each_task(tasks.count(), task);
   }
   return Status::ok;
 }
@@ -271,6 +302,47 @@ Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q) {
   } else {
     gemm_split::for_each_task(row_blocks * col_chunks, task);
   }
+  return Status::ok;
+}
+
+Status gemm_quant_shared_a(const arch::KernelTable& kt, const QuantGemm* qs, int count) {
+  constexpr int kMax = 3;
+  if (count < 1 || count > kMax) return fail(Status::invalid_argument, "products = %d", count);
+  const QuantGemm& q0 = qs[0];
+  bool shared = q0.m > 0 && q0.k > 0 && q0.panels != nullptr;
+  for (int i = 1; i < count && shared; ++i)
+    shared = qs[i].panels && qs[i].m == q0.m && qs[i].k == q0.k && qs[i].a == q0.a &&
+             qs[i].lda == q0.lda && qs[i].ta == q0.ta && qs[i].b_type == q0.b_type;
+  const Tuning& tn = active_tuning();
+  QuantGemmPlan plans[kMax];
+  for (int i = 0; i < count && shared; ++i) {
+    plans[i] = plan_quant_gemm(kt, tn, qs[i]);
+    shared = qs[i].n > 0 && qs[i].alpha != 0.0f && plans[i].rows == plans[0].rows;
+  }
+  if (!shared) {
+    for (int i = 0; i < count; ++i) TESSERA_CHECK(gemm_quant(kt, qs[i]));
+    return Status::ok;
+  }
+  // A is rounded as each product alone would round it (the layout depends on m and the plan's
+  // rows, the same for all), so each C is the one gemm_quant writes.
+  QuantizedA qa{};
+  TESSERA_CHECK(quantize_a(kt, q0, plans[0], qa));
+  PanelTasks tasks[kMax];
+  int64_t first[kMax + 1] = {0};
+  bool parallel = false;
+  for (int i = 0; i < count; ++i) {
+    tasks[i] = PanelTasks(kt, qs[i], plans[i], qa);
+    first[i + 1] = first[i] + tasks[i].count(), parallel = parallel || plans[i].parallel;
+  }
+  const auto task = [&](int64_t index) {
+    int i = 0;
+    while (index >= first[i + 1]) ++i;
+    tasks[i].run(index - first[i], qs[i].panels);
+  };
+  if (!parallel)
+    for (int64_t index = 0; index < first[count]; ++index) task(index);
+  else
+    gemm_split::for_each_task(first[count], task);
   return Status::ok;
 }
 

@@ -6,6 +6,7 @@
 
 #include "attention/hadamard.hpp"
 #include "attention/rope.hpp"
+#include "gemm/gemm_packed.hpp"
 #include "layers/mha_paged.hpp"
 #include "layers/mha_ring.hpp"
 #include "runtime/arith.hpp"
@@ -109,11 +110,29 @@ MhaBuffers carve_workspace(void* workspace, const MhaCounts& sz) {
   return b;
 }
 
-// Q of the queries, K and V of the new tokens ([batch][len][head][dim]): one product each.
+// Q of the queries, K and V of the new tokens ([batch][len][head][dim]): one product each; of
+// one input through packed weights (self-attention in a prepared layer), the three as one call
+// (the input rounded once for block types, and one parallel region: a decode step's K and V
+// projections are too small to keep two threads streaming alone).
 Status project_inputs(const MhaWeights& w, const MhaDesc& d, const float* x_q, const float* x_k,
                       const float* x_v, const MhaBuffers& b) {
   const int64_t rows_q = d.batch * d.q_len, rows_kv = d.batch * d.kv_len;
   const int64_t nq = d.q_heads * d.head_dim, nk = d.kv_heads * d.head_dim;
+  if (x_q == x_k && x_k == x_v && rows_q == rows_kv && d.q_in_dim == d.kv_in_dim && w.q.packed &&
+      w.k.packed && w.v.packed) {
+    const int64_t nv = d.kv_heads * d.value_dim;
+    const MhaMatrix* m[3] = {&w.q, &w.k, &w.v};
+    const float* bias[3] = {w.b_q, w.b_k, w.b_v};
+    float* c[3] = {b.qp, b.kp, b.vp};
+    const int64_t cols[3] = {nq, nk, nv};
+    PackedProduct p[3];
+    for (int i = 0; i < 3; ++i) {
+      for (int64_t r = 0; bias[i] && r < rows_q; ++r)
+        std::memcpy(c[i] + r * cols[i], bias[i], sizeof(float) * size_t(cols[i]));
+      p[i] = {cols[i], m[i]->w, bias[i] ? 1.0f : 0.0f, c[i], cols[i]};
+    }
+    return sgemm_packed_shared_a(rows_q, d.q_in_dim, x_q, d.q_in_dim, p, 3);
+  }
   Status s = linear(rows_q, d.q_in_dim, nq, x_q, d.q_in_dim, w.q, w.b_q, b.qp, nq);
   if (s == Status::ok) s = linear(rows_kv, d.kv_in_dim, nk, x_k, d.kv_in_dim, w.k, w.b_k, b.kp, nk);
   const int64_t nv = d.kv_heads * d.value_dim;
