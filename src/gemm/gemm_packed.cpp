@@ -218,6 +218,11 @@ Status pack_bq(Transpose tb, int64_t k, int64_t n, DType b_type, const void* b, 
   return Status::ok;
 }
 
+// Block-type panels in table t's integer tile layout (not rows as stored: nr 0).
+bool in_tile_layout(const PackedBHeader& h, const arch::KernelTable& t) {
+  return h.nr != 0 && h.nr == t.quant.gemm_nr && h.kc == t.quant.gemm_group && t.quant.gemm_mr > 0;
+}
+
 // sgemm_packed over block-type panels: the quantized executor on them (or on the rows as
 // stored, the dot kernels' path).
 Status packed_bq(const arch::KernelTable& t, const PackedBHeader& h, Transpose ta, int64_t m,
@@ -225,7 +230,7 @@ Status packed_bq(const arch::KernelTable& t, const PackedBHeader& h, Transpose t
                  float beta, float* c, int64_t ldc, const detail::GemmSpans& s) {
   const DType type = DType(h.type);
   TESSERA_CHECK(detail::check_block_kernels("packed type", type, t));
-  if (h.nr != 0 && (h.nr != t.quant.gemm_nr || h.kc != t.quant.gemm_group || t.quant.gemm_mr == 0))
+  if (h.nr != 0 && !in_tile_layout(h, t))
     return detail::fail(Status::invalid_argument, "packed was written with another blocking");
   const size_t bytes = pack_bq_bytes(t, k, n, type, h.nr);
   TESSERA_CHECK(detail::check_disjoint(
@@ -343,32 +348,19 @@ namespace detail {
 
 Status sgemm_packed_shared_a(int64_t m, int64_t k, const float* a, int64_t lda,
                              const PackedProduct* p, int count) {
-  constexpr int kMax = 3;
   const arch::KernelTable& t = active_table();
-  QuantGemm qs[kMax];
-  bool shared = count >= 1 && count <= kMax;
+  QuantGemm qs[kMaxSharedProducts];
+  bool shared = count >= 1 && count <= kMaxSharedProducts;
   for (int i = 0; i < count && shared; ++i) {
     PackedBHeader h;
     std::memcpy(&h, p[i].packed, sizeof h);
     h.isa[sizeof h.isa - 1] = '\0';
     shared = std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 && is_block(DType(h.type)) &&
-             std::strcmp(h.isa, t.name) == 0 && h.k == k && h.n == p[i].n && h.nr != 0 &&
-             h.nr == t.quant.gemm_nr && h.kc == t.quant.gemm_group && t.quant.gemm_mr > 0;
+             std::strcmp(h.isa, t.name) == 0 && h.k == k && h.n == p[i].n && in_tile_layout(h, t);
     // (products of two block types run one by one there)
-    qs[i] = QuantGemm{false,
-                      m,
-                      p[i].n,
-                      k,
-                      1.0f,
-                      p[i].beta,
-                      a,
-                      lda,
-                      DType(h.type),
-                      nullptr,
-                      k,
-                      p[i].c,
-                      p[i].ldc,
-                      static_cast<const uint8_t*>(p[i].packed) + kHeaderBytes};
+    qs[i] = QuantGemm{false,         m,       p[i].n, k,      1.0f,    p[i].beta, a, lda,
+                      DType(h.type), nullptr, k,      p[i].c, p[i].ldc};
+    qs[i].panels = static_cast<const uint8_t*>(p[i].packed) + kHeaderBytes;
   }
   if (shared) return gemm_quant_shared_a(t, qs, count);
   for (int i = 0; i < count; ++i)

@@ -17,9 +17,9 @@ struct PackedProduct {
   int64_t ldc;
 };
 
-// Up to 3 products, each C bitwise the one sgemm_packed writes. Block-type panels of one type
-// share A's rounding and one parallel region (gemm_quant_shared_a); others run one by one. The
-// caller has checked the arguments (a layer's own buffers).
+// Up to kMaxSharedProducts (gemm_quant.hpp) products, each C bitwise the one sgemm_packed writes.
+// Block-type panels of one type share A's rounding and one parallel region (gemm_quant_shared_a);
+// others run one by one. The caller has checked the arguments (a layer's own buffers).
 Status sgemm_packed_shared_a(int64_t m, int64_t k, const float* a, int64_t lda,
                              const PackedProduct* p, int count);
 

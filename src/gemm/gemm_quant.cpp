@@ -306,7 +306,7 @@ Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q) {
 }
 
 Status gemm_quant_shared_a(const arch::KernelTable& kt, const QuantGemm* qs, int count) {
-  constexpr int kMax = 3;
+  constexpr int kMax = kMaxSharedProducts;
   if (count < 1 || count > kMax) return fail(Status::invalid_argument, "products = %d", count);
   const QuantGemm& q0 = qs[0];
   bool shared = q0.m > 0 && q0.k > 0 && q0.panels != nullptr;

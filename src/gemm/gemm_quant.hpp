@@ -45,9 +45,11 @@ QuantGemmPlan plan_quant_gemm(const arch::KernelTable& kt, const Tuning& tn, con
 
 Status gemm_quant(const arch::KernelTable& kt, const QuantGemm& q);
 
-// Up to 3 products of one A (the same m, k, a, lda and ta) against prepacked panels of one block
-// type (the projections of one input): A rounded once and every product's tasks in one parallel
-// region; each C bitwise the one gemm_quant writes. Products that do not share so run one by one.
+// Up to kMaxSharedProducts products of one A (the same m, k, a, lda and ta) against prepacked
+// panels of one block type (the projections of one input): A rounded once and every product's tasks
+// in one parallel region; each C bitwise the one gemm_quant writes. Products that do not share so
+// run one by one.
+inline constexpr int kMaxSharedProducts = 3;
 Status gemm_quant_shared_a(const arch::KernelTable& kt, const QuantGemm* qs, int count);
 
 // B (n rows of k values, ldb apart) packed for sgemm_packed: into the table's tile panels where

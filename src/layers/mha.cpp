@@ -24,16 +24,20 @@ namespace {
 // Element `i` of an array of `t` (a whole block's first for a block type).
 void* at(void* p, DType t, int64_t i) { return static_cast<char*>(p) + storage_bytes(t, i); }
 
+// C's rows set to the bias (the product then adds to them: beta 1), or left for beta 0.
+float bias_rows(int64_t rows, int64_t cols, const float* bias, float* c, int64_t ldc) {
+  for (int64_t r = 0; bias && r < rows; ++r)
+    std::memcpy(c + r * ldc, bias, sizeof(float) * size_t(cols));
+  return bias ? 1.0f : 0.0f;
+}
+
 // C (rows x cols, ldc) = X W (+ bias broadcast over rows): packed W (float32, 16-bit or block-type
 // panels) through sgemm_packed, row-major 16-bit W through gemm_ex (widened in registers), a
 // block-type W (stored out x in) through gemm_ex's integer path. The bias goes
 // first, as C's initial value: on a failure C is partly written (callers put back what they must).
 Status linear(int64_t rows, int64_t in, int64_t cols, const float* x, int64_t ldx,
               const MhaMatrix& w, const float* bias, float* c, int64_t ldc) {
-  if (bias) {
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, bias, sizeof(float) * cols);
-  }
-  const float beta = bias ? 1.0f : 0.0f;
+  const float beta = bias_rows(rows, cols, bias, c, ldc);
   const auto nt = Transpose::no_trans;
   if (w.packed) return sgemm_packed(nt, rows, cols, in, 1.0f, x, ldx, w.w, beta, c, ldc);
   if (is_block(w.type))  // stored out x in: B^T
@@ -126,11 +130,8 @@ Status project_inputs(const MhaWeights& w, const MhaDesc& d, const float* x_q, c
     float* c[3] = {b.qp, b.kp, b.vp};
     const int64_t cols[3] = {nq, nk, nv};
     PackedProduct p[3];
-    for (int i = 0; i < 3; ++i) {
-      for (int64_t r = 0; bias[i] && r < rows_q; ++r)
-        std::memcpy(c[i] + r * cols[i], bias[i], sizeof(float) * size_t(cols[i]));
-      p[i] = {cols[i], m[i]->w, bias[i] ? 1.0f : 0.0f, c[i], cols[i]};
-    }
+    for (int i = 0; i < 3; ++i)
+      p[i] = {cols[i], m[i]->w, bias_rows(rows_q, cols[i], bias[i], c[i], cols[i]), c[i], cols[i]};
     return sgemm_packed_shared_a(rows_q, d.q_in_dim, x_q, d.q_in_dim, p, 3);
   }
   Status s = linear(rows_q, d.q_in_dim, nq, x_q, d.q_in_dim, w.q, w.b_q, b.qp, nq);
