@@ -217,21 +217,19 @@ class AttentionTester {
     std::vector<float> ref_o(p.o.size(), tt::kNaN), ref_lse(p.lse.size(), tt::kNaN);
     tessera::AttentionDesc rd = p.d;
     rd.lse = lse_ ? ref_lse.data() : nullptr;
-    // Block-type K/V go to the reference as the float32 values they dequantize to (exactly
-    // the same numbers; element() would dequantize a block per value read).
+    // 16-bit and block-type K/V go to the reference as the float32 values they widen to
+    // (exactly the same numbers, converted once rather than at every read of a row).
     std::vector<float> kf, vf;
     const void* rk = p.k_data();
     const void* rv = p.v_data();
-    if (AttentionProblem::block(p.d.k_type)) {
-      kf.resize(p.k.size());
-      tessera::reference::dequantize(p.d.k_type, int64_t(kf.size()), p.kq.data(), kf.data());
-      rd.k_type = TESSERA_F32, rk = kf.data();
-    }
-    if (AttentionProblem::block(p.d.v_type)) {
-      vf.resize(p.v.size());
-      tessera::reference::dequantize(p.d.v_type, int64_t(vf.size()), p.vq.data(), vf.data());
-      rd.v_type = TESSERA_F32, rv = vf.data();
-    }
+    auto widen = [](tessera_dtype& t, const void*& data, size_t n, std::vector<float>& f) {
+      if (t == TESSERA_F32) return;
+      f.resize(n);
+      for (size_t i = 0; i < n; ++i) f[i] = tessera::reference::element(t, data, int64_t(i));
+      t = TESSERA_F32, data = f.data();
+    };
+    widen(rd.k_type, rk, p.k.size(), kf);
+    widen(rd.v_type, rv, p.v.size(), vf);
     // The queries as the kernels score them (rotated, rounded for a block-type K), and the
     // output rows rotated back here: the reference is given f32 K/V, which it would not round
     // for.

@@ -77,17 +77,6 @@ uint16_t f32_to_bf16(float x) {
 
 float bf16_to_f32(uint16_t h) { return float_of(uint32_t(h) << 16); }
 
-float element(tessera_dtype t, const void* p, int64_t i) {
-  if (t == TESSERA_F32) return static_cast<const float*>(p)[i];
-  if (t == TESSERA_Q8_0 || t == TESSERA_Q4_0) {
-    float block[32];
-    dequantize(t, 32, static_cast<const char*>(p) + storage_bytes(t, i / 32 * 32), block);
-    return block[i % 32];
-  }
-  const uint16_t h = static_cast<const uint16_t*>(p)[i];
-  return t == TESSERA_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 void store_element(tessera_dtype t, void* p, int64_t i, float x) {
   if (t == TESSERA_F32)
     static_cast<float*>(p)[i] = x;

@@ -57,6 +57,16 @@ void q4_0_block(const float* x, uint8_t* y) {
   }
 }
 
+// Value j of one block: d times its integer (q4_0: the low nibbles are values 0-15, the high
+// ones 16-31, each offset by 8).
+float block_value(tessera_dtype t, const uint8_t* blk, int j) {
+  uint16_t dh;
+  std::memcpy(&dh, blk, 2);
+  const int q = t == TESSERA_Q8_0 ? int(int8_t(blk[2 + j]))
+                                  : int((blk[2 + j % 16] >> (4 * (j / 16))) & 15) - 8;
+  return f16_to_f32(dh) * float(q);
+}
+
 }  // namespace
 
 size_t storage_bytes(tessera_dtype t, int64_t n) {
@@ -85,17 +95,17 @@ void quantize(tessera_dtype t, int64_t n, const float* x, void* y) {
 void dequantize(tessera_dtype t, int64_t n, const void* x, float* y) {
   const auto* in = static_cast<const uint8_t*>(x);
   const size_t bytes = storage_bytes(t, kBlock);
-  for (int64_t b = 0; b < n / kBlock; ++b) {
-    const uint8_t* blk = in + size_t(b) * bytes;
-    uint16_t dh;
-    std::memcpy(&dh, blk, 2);
-    const float d = f16_to_f32(dh);
-    for (int j = 0; j < kBlock; ++j) {
-      const int q = t == TESSERA_Q8_0 ? int(int8_t(blk[2 + j]))
-                                      : int((blk[2 + j % 16] >> (4 * (j / 16))) & 15) - 8;
-      y[b * kBlock + j] = d * float(q);
-    }
-  }
+  for (int64_t b = 0; b < n / kBlock; ++b)
+    for (int j = 0; j < kBlock; ++j) y[b * kBlock + j] = block_value(t, in + size_t(b) * bytes, j);
+}
+
+float element(tessera_dtype t, const void* p, int64_t i) {
+  if (t == TESSERA_F32) return static_cast<const float*>(p)[i];
+  if (t == TESSERA_Q8_0 || t == TESSERA_Q4_0)
+    return block_value(t, static_cast<const uint8_t*>(p) + storage_bytes(t, i / kBlock * kBlock),
+                       int(i % kBlock));
+  const uint16_t h = static_cast<const uint16_t*>(p)[i];
+  return t == TESSERA_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
 void hadamard(int64_t rows, int64_t dim, int64_t n, const float* x, int64_t ldx, float* y,
