@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,40 @@ void attention_row(benchmark::State& state, int64_t hq, int64_t hkv, int64_t lq,
   });
 }
 
+// Decode over a pool of `page`-row pages, [page][KV head][row][d], handed out shuffled (as a
+// serving pool's free list leaves them): the BHSD buffers above read as such a pool.
+void paged_row(benchmark::State& state, int64_t page, tessera_dtype type) {
+  constexpr int64_t hq = 32, hkv = 8, lkv = 32768, d = 128;
+  const auto q = bench::random_floats(size_t(hq * d), 4);
+  const auto k = bench::random_floats(size_t(hkv * lkv * d), 5);
+  const auto v = bench::random_floats(size_t(hkv * lkv * d), 6);
+  std::vector<uint16_t> ks(k.size()), vs(v.size());
+  if (old_build().error.empty() && (old_build().convert(TESSERA_F32, type, int64_t(k.size()),
+                                                        k.data(), ks.data()) != TESSERA_OK ||
+                                    old_build().convert(TESSERA_F32, type, int64_t(v.size()),
+                                                        v.data(), vs.data()) != TESSERA_OK)) {
+    state.SkipWithError("the old build does not convert to this type");
+    return;
+  }
+  std::vector<int32_t> table(size_t(lkv / page));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i);
+  std::shuffle(table.begin(), table.end(), std::mt19937(7));
+  ab_row(state, size_t(hq * d), [&](const Build& b, float* o) {
+    tessera_attention_desc desc;
+    b.desc_init(&desc, 1, hq, hkv, 1, lkv, d, d);
+    desc.causal = 1;
+    desc.align = TESSERA_ALIGN_BOTTOM_RIGHT;
+    desc.k_type = desc.v_type = type;
+    for (int64_t* st : {desc.k_stride, desc.v_stride})
+      st[0] = hkv * page * d, st[1] = page * d, st[2] = d;
+    desc.block_table = table.data();
+    desc.block_table_stride = int64_t(table.size());
+    desc.page_size = page;
+    desc.num_pages = int64_t(table.size());
+    return b.attention(&desc, q.data(), ks.data(), vs.data(), o);
+  });
+}
+
 void threads_1_2(benchmark::internal::Benchmark* b) {
   b->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMicrosecond);
 }
@@ -212,3 +247,7 @@ BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128_q4_0, 32, 8, 1, 32768
     ->Apply(threads_1_2);
 
 BENCHMARK_MAIN();
+BENCHMARK_CAPTURE(paged_row, decode_paged16_shuffled_kv32768_d128_f16, 16, TESSERA_F16)
+    ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(paged_row, decode_paged64_shuffled_kv32768_d128_f16, 64, TESSERA_F16)
+    ->Apply(threads_1_2);
