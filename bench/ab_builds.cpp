@@ -170,7 +170,8 @@ void attention_row(benchmark::State& state, int64_t hq, int64_t hkv, int64_t lq,
 
 // Decode over a pool of `page`-row pages, [page][KV head][row][d], handed out shuffled (as a
 // serving pool's free list leaves them): the BHSD buffers above read as such a pool.
-void paged_row(benchmark::State& state, int64_t page, tessera_dtype type) {
+void paged_row(benchmark::State& state, int64_t page) {
+  constexpr tessera_dtype type = TESSERA_F16;  // 16-bit rows: the pool below is uint16_t
   constexpr int64_t hq = 32, hkv = 8, lkv = 32768, d = 128;
   const auto q = bench::random_floats(size_t(hq * d), 4);
   const auto k = bench::random_floats(size_t(hkv * lkv * d), 5);
@@ -246,8 +247,7 @@ BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128_q4_0, 32, 8, 1, 32768
                   TESSERA_Q4_0)
     ->Apply(threads_1_2);
 
+BENCHMARK_CAPTURE(paged_row, decode_paged16_shuffled_kv32768_d128_f16, 16)->Apply(threads_1_2);
+BENCHMARK_CAPTURE(paged_row, decode_paged64_shuffled_kv32768_d128_f16, 64)->Apply(threads_1_2);
+
 BENCHMARK_MAIN();
-BENCHMARK_CAPTURE(paged_row, decode_paged16_shuffled_kv32768_d128_f16, 16, TESSERA_F16)
-    ->Apply(threads_1_2);
-BENCHMARK_CAPTURE(paged_row, decode_paged64_shuffled_kv32768_d128_f16, 64, TESSERA_F16)
-    ->Apply(threads_1_2);

@@ -57,14 +57,16 @@ void q4_0_block(const float* x, uint8_t* y) {
   }
 }
 
-// Value j of one block: d times its integer (q4_0: the low nibbles are values 0-15, the high
-// ones 16-31, each offset by 8).
-float block_value(tessera_dtype t, const uint8_t* blk, int j) {
+// Integer j of one block (q4_0: the low nibbles are values 0-15, the high ones 16-31, each
+// offset by 8); the value is the block's d times it.
+int block_int(tessera_dtype t, const uint8_t* blk, int j) {
+  return t == TESSERA_Q8_0 ? int(int8_t(blk[2 + j]))
+                           : int((blk[2 + j % 16] >> (4 * (j / 16))) & 15) - 8;
+}
+float block_scale(const uint8_t* blk) {
   uint16_t dh;
   std::memcpy(&dh, blk, 2);
-  const int q = t == TESSERA_Q8_0 ? int(int8_t(blk[2 + j]))
-                                  : int((blk[2 + j % 16] >> (4 * (j / 16))) & 15) - 8;
-  return f16_to_f32(dh) * float(q);
+  return f16_to_f32(dh);
 }
 
 }  // namespace
@@ -95,15 +97,19 @@ void quantize(tessera_dtype t, int64_t n, const float* x, void* y) {
 void dequantize(tessera_dtype t, int64_t n, const void* x, float* y) {
   const auto* in = static_cast<const uint8_t*>(x);
   const size_t bytes = storage_bytes(t, kBlock);
-  for (int64_t b = 0; b < n / kBlock; ++b)
-    for (int j = 0; j < kBlock; ++j) y[b * kBlock + j] = block_value(t, in + size_t(b) * bytes, j);
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    const uint8_t* blk = in + size_t(b) * bytes;
+    const float d = block_scale(blk);
+    for (int j = 0; j < kBlock; ++j) y[b * kBlock + j] = d * float(block_int(t, blk, j));
+  }
 }
 
 float element(tessera_dtype t, const void* p, int64_t i) {
   if (t == TESSERA_F32) return static_cast<const float*>(p)[i];
-  if (t == TESSERA_Q8_0 || t == TESSERA_Q4_0)
-    return block_value(t, static_cast<const uint8_t*>(p) + storage_bytes(t, i / kBlock * kBlock),
-                       int(i % kBlock));
+  if (t == TESSERA_Q8_0 || t == TESSERA_Q4_0) {
+    const auto* blk = static_cast<const uint8_t*>(p) + storage_bytes(t, i / kBlock * kBlock);
+    return block_scale(blk) * float(block_int(t, blk, int(i % kBlock)));
+  }
   const uint16_t h = static_cast<const uint16_t*>(p)[i];
   return t == TESSERA_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
