@@ -169,14 +169,15 @@ void attention_row(benchmark::State& state, int64_t hq, int64_t hkv, int64_t lq,
 }
 
 // Decode over a pool of `page`-row pages, [page][KV head][row][d], handed out shuffled (as a
-// serving pool's free list leaves them): the BHSD buffers above read as such a pool.
-void paged_row(benchmark::State& state, int64_t page) {
-  constexpr tessera_dtype type = TESSERA_F16;  // 16-bit rows: the pool below is uint16_t
+// serving pool's free list leaves them): the BHSD buffers above read as such a pool, of f16 or
+// q8_0 rows (bytes; the strides count values either way).
+void paged_row(benchmark::State& state, int64_t page, tessera_dtype type) {
   constexpr int64_t hq = 32, hkv = 8, lkv = 32768, d = 128;
+  const int64_t row_bytes = type == TESSERA_Q8_0 ? d / 32 * 34 : 2 * d;
   const auto q = bench::random_floats(size_t(hq * d), 4);
   const auto k = bench::random_floats(size_t(hkv * lkv * d), 5);
   const auto v = bench::random_floats(size_t(hkv * lkv * d), 6);
-  std::vector<uint16_t> ks(k.size()), vs(v.size());
+  std::vector<uint8_t> ks(size_t(hkv * lkv * row_bytes)), vs(ks.size());
   if (old_build().error.empty() && (old_build().convert(TESSERA_F32, type, int64_t(k.size()),
                                                         k.data(), ks.data()) != TESSERA_OK ||
                                     old_build().convert(TESSERA_F32, type, int64_t(v.size()),
@@ -247,7 +248,13 @@ BENCHMARK_CAPTURE(attention_row, decode_32_8h_kv32768_d128_q4_0, 32, 8, 1, 32768
                   TESSERA_Q4_0)
     ->Apply(threads_1_2);
 
-BENCHMARK_CAPTURE(paged_row, decode_paged16_shuffled_kv32768_d128_f16, 16)->Apply(threads_1_2);
-BENCHMARK_CAPTURE(paged_row, decode_paged64_shuffled_kv32768_d128_f16, 64)->Apply(threads_1_2);
+BENCHMARK_CAPTURE(paged_row, decode_paged16_shuffled_kv32768_d128_f16, 16, TESSERA_F16)
+    ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(paged_row, decode_paged64_shuffled_kv32768_d128_f16, 64, TESSERA_F16)
+    ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(paged_row, decode_paged16_shuffled_kv32768_d128_q8_0, 16, TESSERA_Q8_0)
+    ->Apply(threads_1_2);
+BENCHMARK_CAPTURE(paged_row, decode_paged64_shuffled_kv32768_d128_q8_0, 64, TESSERA_Q8_0)
+    ->Apply(threads_1_2);
 
 BENCHMARK_MAIN();

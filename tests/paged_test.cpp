@@ -132,9 +132,11 @@ TEST_P(Paged, MatchesTheContiguousCallBitwiseWhenPagesHoldWholeTiles) {
 }
 
 // Heads side by side in a page: a decode task reads a page's heads together (as many as the
-// thread count leaves it), here over pages of 16 rows. Against the reference, each last
-// page partly filled and the table's unused entries -1, and bitwise the same on 1 thread (four
-// heads a task) as on 8 (a head a task): a head's sums never depend on its task's other heads.
+// thread count leaves it), here over pages of 16 rows, with 16-bit rows in groups of pages.
+// Against the reference, each last page partly filled and the table's unused entries -1, and
+// bitwise the same on 1 thread (four heads a task, 16-bit rows 8 pages a group) as on 8 (a head
+// a task, a page at a time): a head's sums never depend on its task's other heads, nor on the
+// order its runs interleave with theirs.
 TEST_P(Paged, ShortPagesReadHeadsTogetherAsHeadByHead) {
   uint32_t seed = 1300;
   for (const Types& ty : kv_types()) {

@@ -338,6 +338,50 @@ TEST(AttentionPlan, HeadsTogetherWherePagesHoldTheHeads) {
   }
 }
 
+// A task's heads read their runs of a group of pages in turn, as many pages as make a head's
+// runs attention_page_group_bytes (16 KB), for 16-bit K and V only (the block types' bursts of
+// prefetches measured slower so), up to kMaxPageGroup; one page where a task has one head.
+TEST(AttentionPlan, PagesInGroupsForSixteenBitRows) {
+  const int32_t table[512] = {};
+  struct Case {
+    const char* name;
+    int64_t page;
+    tessera_dtype k, v;
+    bool head_major;
+    int threads;
+    int64_t group;
+  };
+  // d 128: a f16 row is 256 bytes, a head's run of 16 rows 4 KB; a q8_0 row 136 bytes.
+  const Case cases[] = {{"f16 16 rows", 16, TESSERA_F16, TESSERA_F16, false, 2, 4},
+                        {"bf16 / f16 16 rows", 16, TESSERA_BF16, TESSERA_F16, false, 2, 4},
+                        {"f16 8 rows", 8, TESSERA_F16, TESSERA_F16, false, 2, 8},
+                        {"f16 32 rows", 32, TESSERA_F16, TESSERA_F16, false, 2, 2},
+                        {"f16 64 rows", 64, TESSERA_F16, TESSERA_F16, false, 2, 1},
+                        {"f16 16 rows, head-major", 16, TESSERA_F16, TESSERA_F16, true, 2, 1},
+                        {"f16 16 rows, a head a task", 16, TESSERA_F16, TESSERA_F16, false, 16, 1},
+                        {"f32 16 rows", 16, TESSERA_F32, TESSERA_F32, false, 2, 1},
+                        {"q8_0 16 rows", 16, TESSERA_Q8_0, TESSERA_Q8_0, false, 2, 1},
+                        {"f16 K, q8_0 V", 16, TESSERA_F16, TESSERA_Q8_0, false, 2, 1}};
+  const int64_t H = 8, D = 128, kv = 4096;
+  for (const Case& c : cases) {
+    tessera_attention_desc d{};
+    ASSERT_EQ(tessera_attention_desc_init(&d, 1, 32, H, 1, kv, D, D), TESSERA_OK);
+    d.k_type = c.k, d.v_type = c.v;
+    const int64_t pages = kv / c.page;
+    d.block_table = table, d.block_table_stride = pages, d.page_size = c.page;
+    d.num_pages = pages;
+    for (int64_t* st : {d.k_stride, d.v_stride}) {
+      st[0] = c.head_major ? c.page * D : H * c.page * D;
+      st[1] = c.head_major ? pages * c.page * D : c.page * D;
+      st[2] = D;
+    }
+    const detail::AttentionPlan p =
+        detail::plan_attention(d, 4, 14, true, detail::tuning_row(CpuClass::x86_zen4), c.threads);
+    ASSERT_EQ(p.path, detail::AttentionPath::decode_split_kv) << c.name;
+    EXPECT_EQ(p.page_group, c.group) << c.name;
+  }
+}
+
 // Each block of a prefill plan is a whole number of MR panels where the group allows, and the
 // blocks cover the queries; a split plan's chunks cover the keys.
 TEST(AttentionPlan, BlocksAndChunksCoverTheProblem) {

@@ -38,6 +38,10 @@ struct AttentionPlan {
   // decode_split_kv with heads_per_task > 1: a head's run of a page is short enough (the tuning
   // row's attention_l1_run_bytes) that the next head's is prefetched into L1 rather than L2.
   bool prefetch_l1 = false;
+  // decode_split_kv with heads_per_task > 1: pages whose runs the heads read as a group, each
+  // head's run of every page of the group in turn (so that several scattered pages stream at
+  // once: enough that a head's runs of a group make the tuning row's attention_page_group_bytes).
+  int64_t page_group = 1;
 };
 
 // group: query heads per kv head; mr: the rows of the table's GEMM tile; few_rows: a decode's

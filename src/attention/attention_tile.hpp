@@ -27,6 +27,7 @@ struct Geometry {
   bool elementwise;          // bias, mask, ALiBi or softcap: every tile needs the per-element pass
   bool prefetch_kv = false;  // the plan's (decode: K and V come from memory)
   bool prefetch_l1 = false;  // the plan's (a task's heads' page runs are short: into L1)
+  int64_t page_group = 1;    // the plan's (pages whose runs a task's heads read together)
 };
 
 // A block type (q8_0, q4_0) K: the scores use the queries rounded to q8_0 on every path (the
@@ -122,6 +123,8 @@ void diagonal_tile_rows(const arch::KernelTable& kt, int64_t rows, const int64_t
 
 // KV heads one task may take together (decode over pages that hold their heads side by side).
 constexpr int64_t kMaxTaskHeads = 8;
+// Pages whose runs a task's heads read as a group (AttentionPlan::page_group).
+constexpr int64_t kMaxPageGroup = 8;
 
 // The key loop over [kb, ke) for one task of `heads` KV heads from hk (one unless few rows,
 // at most kMaxTaskHeads); updates st[h] (m, l, o) for rows = group x bq. k and v hold elements

@@ -205,6 +205,7 @@ Status flash_attention(const tessera_attention_desc& d, const float* q, const vo
                      tbb::this_task_arena::max_concurrency());
   g.prefetch_kv = plan.prefetch_kv;
   g.prefetch_l1 = plan.prefetch_l1;
+  g.page_group = plan.page_group;
   if (rule) *rule = plan.rule;
   return plan.path == AttentionPath::decode_split_kv ? decode(g, plan, kt, q, k, v, o)
                                                      : prefill(g, plan, kt, q, k, v, o);

@@ -124,6 +124,14 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // kernels spread its prefetch) 16 rows 1.63 -> 1.50 and 1.86 -> 1.65, 256 rows (64 KB) 2
   // threads 1.10 -> 1.14.
   t.attention_l1_run_bytes = 8 * KB;
+  // Paged decode, a page's heads in one task: pages taken in groups whose runs of one head make
+  // 16 KB (4 pages of 16 f16 rows, 8 of 16 q8_0 rows; one page from 64 f16 rows), each head's
+  // run of every page of a group in turn. A loop model of that read (128 MB of f16 in shuffled
+  // pages of 8 head runs, the run two on prefetched into L1 line by line, two FMAs a line;
+  // x86-zen5) reads 4 KB runs at 0.78 / 0.86 / 0.96 / 0.96 of its in-order rate in groups of 1 / 2
+  // / 4 / 8 pages (1 thread; 2 threads 0.86 / 0.88 / 0.92 / 0.91), 2 KB runs at 0.58 / 0.60 / 0.68
+  // / 0.71, and 16 KB runs at 0.94-1.02 in any group.
+  t.attention_page_group_bytes = 16 * KB;
   // No x86 table has fp16 arithmetic (hgemm runs its float32 executor): arm-a76's numbers.
   t.hgemm_block_rows = 64;
   t.hgemm_block_panels = 8;
@@ -161,10 +169,11 @@ Tuning arm_row(CpuClass c, const Caches& typical, double l2_core, double min_par
   // The S/P tile a quarter of the L2 a core has, as on x86 (512 rows x 1 KB against 2 MB):
   // 128 rows on 128 KB, 512 on 512 KB (not measured).
   t.attention_rows_per_tile = std::max<int64_t>(64, int64_t(l2_core / 1024));
-  t.attention_decode_max_q = 8;        // as x86
-  t.attention_decode_chunk = 512;      // as x86: results depend on it
-  t.attention_stream_kv_bytes = last;  // as x86: K and V past the last level (not measured)
-  t.attention_l1_run_bytes = 8 * KB;   // as x86 (not measured)
+  t.attention_decode_max_q = 8;            // as x86
+  t.attention_decode_chunk = 512;          // as x86: results depend on it
+  t.attention_stream_kv_bytes = last;      // as x86: K and V past the last level (not measured)
+  t.attention_l1_run_bytes = 8 * KB;       // as x86 (not measured)
+  t.attention_page_group_bytes = 16 * KB;  // as x86 (not measured)
   // A task's packed A panels (rows x k halves) a quarter of the L2 a core has at k = 1024:
   // 64 rows (128 KB) on 512 KB, 16 on 128 KB; 8 B panels (NR x k halves each). Only cores
   // with FEAT_FP16 run it (arm-a76 here). Not measured; C does not depend on the blocks.

@@ -33,11 +33,12 @@ struct Tuning {
   double softmax_stream_bytes;  // outputs from this size on take streaming stores
   int64_t softmax_cached_cols;  // rows up to this many columns are read once, from cache
   // Fused attention (src/attention/attention_plan.cpp)
-  int64_t attention_rows_per_tile;   // stacked query rows of a prefill task
-  int64_t attention_decode_max_q;    // up to this many queries split the keys into chunks
-  int64_t attention_decode_chunk;    // keys per chunk (the merge order: fixes the results)
-  double attention_stream_kv_bytes;  // decode: K and V past this prefetch the next block's rows
-  double attention_l1_run_bytes;     // paged decode: a head's page runs up to this, into L1
+  int64_t attention_rows_per_tile;    // stacked query rows of a prefill task
+  int64_t attention_decode_max_q;     // up to this many queries split the keys into chunks
+  int64_t attention_decode_chunk;     // keys per chunk (the merge order: fixes the results)
+  double attention_stream_kv_bytes;   // decode: K and V past this prefetch the next block's rows
+  double attention_l1_run_bytes;      // paged decode: a head's page runs up to this, into L1
+  double attention_page_group_bytes;  // paged decode: a head's runs of a group of pages
   // fp16-arithmetic GEMM (src/gemm/hgemm.cpp): a task's block of C
   int64_t hgemm_block_rows;    // rows (their packed A panels stay in L2)
   int64_t hgemm_block_panels;  // NR-column panels (one B panel reused across the rows)
