@@ -135,12 +135,10 @@ KeyDots key_dots(const arch::KernelTable& kt, tessera_dtype k_type) {
 }
 
 // What head h of a task's `heads` (rows: each head's K or V rows) prefetches while it reads its
-// run of page g (m rows from lo) of a group of `pages` (page_runs): the next head's run of the
-// same page (the last head's: the first head's on the same page of the next group), the memory
-// after its own run, or where the kernels spread it, the rows that many rows on in reading
-// order. Its own run of the next page (a scattered one) measured slower, as did, for a head
-// alone, its own rows kDecodeKeys on past the page's other heads (a page of heads ahead: 128 KB
-// at 64 f16 rows of 8 heads), too far for the L2 to hold them.
+// run of page g (m rows from lo) of a group of `pages` (KvRows::page_runs): the next head's run
+// of the same page (the last head's: the first head's on that page of the next group), memory
+// beside its own, or where the kernels spread it, the rows that far on in reading order. Its own
+// run of the next (scattered) page, or alone its rows kDecodeKeys on, measured slower.
 Ahead next_run(const Task& own, const KvRows* const* rows, int64_t heads, int64_t h, int64_t pages,
                int64_t g, int64_t lo, int64_t m) {
   const bool l1 = own.g.prefetch_l1;
@@ -151,17 +149,6 @@ Ahead next_run(const Task& own, const KvRows* const* rows, int64_t heads, int64_
     a.order = rows, a.heads = heads, a.h = h, a.pages = pages, a.g = g, a.lo = lo, a.m = m;
   a.distance = pages > 1 ? pages * m : kDecodeKeys;
   return a;
-}
-
-// The page runs a task's heads read from row j of the tile (n rows on) before the next ones:
-// up to `pages` runs of one length m, each head's run of each of them in turn, so that several
-// scattered pages stream at once (one core reads one scattered 4 KB run after another at about
-// 0.8 of its in-order rate, four interleaved at its in-order rate); else the one run at j.
-int64_t page_runs(const KvRows& r, int64_t j, int64_t n, int64_t pages, int64_t& m) {
-  m = r.run(j, n);
-  int64_t count = 1;
-  while (count < pages && count * m < n && r.run(j + count * m, n - count * m) == m) ++count;
-  return count;
 }
 
 // Few rows (decode): dot products along d, K read once, in blocks of kDecodeKeys keys (whole
@@ -179,7 +166,7 @@ void scores_few_rows(const Task* const* t, const KvRows* const* krows, int64_t h
   // K read in place: a block stops at its page's end (paged K).
   const int64_t group = heads > 1 ? t[0]->g.page_group : 1;
   for (int64_t lo = 0, m, runs; lo < n; lo += runs * m) {
-    runs = page_runs(t[0]->krows, j0 + lo, n - lo, group, m);
+    runs = t[0]->krows.page_runs(j0 + lo, n - lo, group, m);
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t p = 0; p < runs; ++p) {
         const int64_t from = lo + p * m;
@@ -499,7 +486,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     // A group of pages at a time, every head's rows of each page in turn (as the scores): a
     // head's keys still go in order.
     for (int64_t lo = 0, m, runs; lo < n; lo += runs * m) {
-      runs = page_runs(t.vrows, j0 + lo, n - lo, g.page_group, m);
+      runs = t.vrows.page_runs(j0 + lo, n - lo, g.page_group, m);
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t p = 0; p < runs; ++p) {
           const int64_t from = lo + p * m;

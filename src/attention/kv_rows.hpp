@@ -99,6 +99,15 @@ struct KvRows {
       m += page;
     return std::min(n, m);
   }
+  // The page runs a task's heads read from row j (n rows on) before the next ones: up to
+  // `pages` runs of one length m, each head's run of each of them in turn, so that several
+  // scattered pages stream at once (AttentionPlan::page_group); else the one run at j.
+  int64_t page_runs(int64_t j, int64_t n, int64_t pages, int64_t& m) const {
+    m = run(j, n);
+    int64_t count = 1;
+    while (count < pages && count * m < n && run(j + count * m, n - count * m) == m) ++count;
+    return count;
+  }
   const char* row(int64_t j) const {
     if (table) return base + bytes(type, table[page_of(j)] * page_ld + in_page(j) * ld);
     return base + bytes(type, j * ld);
