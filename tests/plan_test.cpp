@@ -294,8 +294,9 @@ TEST(AttentionPlan, HeadsInnerWherePagesHoldTheHeadsSideBySide) {
 }
 
 // A decode task takes a page's KV heads together where the heads sit side by side and the rows
-// take the dot kernels, in as many tasks as give each thread four; short runs of a head's rows
-// are prefetched into L1.
+// take the dot kernels: one thread every head it may, several in as many tasks as give each
+// thread sixteen (the row's attention_paged_tasks_per_thread); short runs of a head's rows are
+// prefetched into L1.
 TEST(AttentionPlan, HeadsTogetherWherePagesHoldTheHeads) {
   const int32_t table[512] = {};
   struct Case {
@@ -306,17 +307,17 @@ TEST(AttentionPlan, HeadsTogetherWherePagesHoldTheHeads) {
     int64_t together;
     bool l1;
   };
-  // kv 4096: 8 chunks of 512 keys, 8 KV heads. float32 rows of 512 bytes: a head's run of 16
-  // rows is 8 KB, prefetched into L1 (the row's attention_l1_run_bytes), of 256 rows 128 KB.
+  // kv 4096: 8 chunks of 512 keys, 8 KV heads (2 threads: 32 tasks of 2 heads). float32 rows of
+  // 512 bytes: a head's run of 16 rows is 8 KB, prefetched into L1 (the row's
+  // attention_l1_run_bytes), of 256 rows 128 KB.
   const Case cases[] = {{"16 rows, 1 thread", 16, false, true, 1, 8, true},
-                        {"16 rows, 2 threads", 16, false, true, 2, 8, true},
-                        {"16 rows, 4 threads", 16, false, true, 4, 4, true},
-                        {"16 rows, 16 threads", 16, false, true, 16, 1, false},
-                        {"16 rows, packed rows", 16, false, false, 2, 1, false},
-                        {"16 rows, head-major", 16, true, true, 2, 1, false},
-                        {"8 rows", 8, false, true, 2, 8, true},
-                        {"32 rows", 32, false, true, 2, 8, false},
-                        {"256 rows", 256, false, true, 2, 8, false},
+                        {"16 rows, 2 threads", 16, false, true, 2, 2, true},
+                        {"16 rows, 4 threads", 16, false, true, 4, 1, false},
+                        {"16 rows, packed rows", 16, false, false, 1, 1, false},
+                        {"16 rows, head-major", 16, true, true, 1, 1, false},
+                        {"8 rows", 8, false, true, 1, 8, true},
+                        {"32 rows", 32, false, true, 1, 8, false},
+                        {"256 rows", 256, false, true, 2, 2, false},
                         {"256 rows, head-major", 256, true, true, 1, 1, false}};
   const int64_t H = 8, D = 128, kv = 4096;
   for (const Case& c : cases) {

@@ -33,11 +33,13 @@ AttentionPlan plan_attention(const tessera_attention_desc& d, int64_t group, int
     // Heads side by side and rows for the dot kernels: a task takes a page's heads together (up
     // to kMaxTaskHeads), so that each page is read in memory order (one core reads scattered
     // runs of one head's rows at a third of the in-order rate), in as many tasks as still give
-    // each thread four.
+    // each of several threads the tuning row's attention_paged_tasks_per_thread (one thread:
+    // every head it may take).
     if (plan.heads_inner && few_rows) {
       int64_t together = std::min(d.kv_heads, fa::kMaxTaskHeads);
+      const double min_tasks = threads > 1 ? tn.attention_paged_tasks_per_thread * threads : 1.0;
       while (together > 1 &&
-             d.batch * ceil_div(d.kv_heads, together) * plan.chunks < 4 * int64_t(threads))
+             double(d.batch * ceil_div(d.kv_heads, together) * plan.chunks) < min_tasks)
         together = ceil_div(together, 2);
       plan.heads_per_task = together;
       const int64_t run = d.page_size * std::max(tessera_dtype_size(d.k_type, d.head_dim),

@@ -132,6 +132,14 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // / 4 / 8 pages (1 thread; 2 threads 0.86 / 0.88 / 0.92 / 0.91), 2 KB runs at 0.58 / 0.60 / 0.68
   // / 0.71, and 16 KB runs at 0.94-1.02 in any group.
   t.attention_page_group_bytes = 16 * KB;
+  // Paged decode, a page's heads in one task: on several threads, heads are taken fewer at a
+  // time until each thread has 16 tasks; the last tasks' imbalance is then a sixteenth of a
+  // thread's work, where with 4 a task each (8 tasks of 8 heads at kv 4096) it cost 2 threads
+  // 10%. x86-zen5, 32 / 8 heads, d 128, kv 4096 (in cache), scattered 64-row pages, paged over
+  // contiguous time, alternated, two runs: 4 -> 16 a thread, 1.17-1.19 -> 1.06-1.10 (f16, q8_0).
+  // One thread takes every head it may (8 at kv 4096, 16-row pages: 0.59 ms against 0.62-0.66
+  // with 4).
+  t.attention_paged_tasks_per_thread = 16;
   // No x86 table has fp16 arithmetic (hgemm runs its float32 executor): arm-a76's numbers.
   t.hgemm_block_rows = 64;
   t.hgemm_block_panels = 8;
@@ -169,11 +177,12 @@ Tuning arm_row(CpuClass c, const Caches& typical, double l2_core, double min_par
   // The S/P tile a quarter of the L2 a core has, as on x86 (512 rows x 1 KB against 2 MB):
   // 128 rows on 128 KB, 512 on 512 KB (not measured).
   t.attention_rows_per_tile = std::max<int64_t>(64, int64_t(l2_core / 1024));
-  t.attention_decode_max_q = 8;            // as x86
-  t.attention_decode_chunk = 512;          // as x86: results depend on it
-  t.attention_stream_kv_bytes = last;      // as x86: K and V past the last level (not measured)
-  t.attention_l1_run_bytes = 8 * KB;       // as x86 (not measured)
-  t.attention_page_group_bytes = 16 * KB;  // as x86 (not measured)
+  t.attention_decode_max_q = 8;             // as x86
+  t.attention_decode_chunk = 512;           // as x86: results depend on it
+  t.attention_stream_kv_bytes = last;       // as x86: K and V past the last level (not measured)
+  t.attention_l1_run_bytes = 8 * KB;        // as x86 (not measured)
+  t.attention_page_group_bytes = 16 * KB;   // as x86 (not measured)
+  t.attention_paged_tasks_per_thread = 16;  // as x86 (not measured)
   // A task's packed A panels (rows x k halves) a quarter of the L2 a core has at k = 1024:
   // 64 rows (128 KB) on 512 KB, 16 on 128 KB; 8 B panels (NR x k halves each). Only cores
   // with FEAT_FP16 run it (arm-a76 here). Not measured; C does not depend on the blocks.

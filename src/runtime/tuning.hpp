@@ -39,6 +39,7 @@ struct Tuning {
   double attention_stream_kv_bytes;   // decode: K and V past this prefetch the next block's rows
   double attention_l1_run_bytes;      // paged decode: a head's page runs up to this, into L1
   double attention_page_group_bytes;  // paged decode: a head's runs of a group of pages
+  double attention_paged_tasks_per_thread;  // paged decode, heads together: at least so many
   // fp16-arithmetic GEMM (src/gemm/hgemm.cpp): a task's block of C
   int64_t hgemm_block_rows;    // rows (their packed A panels stay in L2)
   int64_t hgemm_block_panels;  // NR-column panels (one B panel reused across the rows)
