@@ -13,6 +13,29 @@ namespace {
 
 constexpr double KB = 1024.0, MB = 1024.0 * 1024.0;
 
+// Paged decode's rows (attention_plan.cpp), the same on every x86 class.
+void x86_paged_decode_rows(Tuning& t) {
+  // Paged decode, a page's heads in one task: each head's run of a page is read after the one
+  // before it, the next prefetched while it goes (the executor's prefetch: block types' short
+  // calls, and 16-bit rows the kernels cannot spread). A run of 8 KB or less (16 q8_0 rows at d
+  // 128: 2.2 KB) goes into L1: the run being read and the next fit a quarter of the smallest L1
+  // here (32 KB). x86-zen5, 32 / 8 heads, kv 32768, scattered pages, paged over contiguous time,
+  // L2 -> L1: q8_0 16 rows 1 thread 1.51 -> 1.26, 2 threads 1.61 -> 1.44; f16 (before the
+  // kernels spread its prefetch) 16 rows 1.63 -> 1.50 and 1.86 -> 1.65, 256 rows (64 KB) 2
+  // threads 1.10 -> 1.14.
+  t.attention_l1_run_bytes = 8 * KB;
+  // Paged decode, a page's heads in one task (16-bit rows): pages in groups whose runs of one
+  // head make 16 KB (4 pages of 16 f16 rows at d 128), each head's run of every page in turn. A
+  // loop model of that read (x86-zen5, 128 MB of f16 in shuffled 8-run pages, the run two on
+  // prefetched) reads 4 KB runs at 0.78 / 0.86 / 0.96 / 0.96 of its in-order rate in groups of
+  // 1 / 2 / 4 / 8 pages (2 threads 0.86-0.92), 16 KB runs at 0.94-1.02 in any group.
+  t.attention_page_group_bytes = 16 * KB;
+  // Heads split until each of several threads has 16 such tasks: with 4 (8 tasks of 8 heads at
+  // kv 4096) the last ones' imbalance showed. x86-zen5, kv 4096, scattered 64-row pages, 2
+  // threads, paged over contiguous time: 1.17-1.19 -> 1.06-1.10 (f16, q8_0).
+  t.attention_paged_tasks_per_thread = 16;
+}
+
 // The block-type weights' rows of the x86 classes.
 void x86_block_type_rows(Tuning& t) {
   // A task's weight rows (256 KB) stay in L2 while its rows go by, a group of the tile's at a
@@ -115,31 +138,7 @@ Tuning x86_row(CpuClass c, const Caches& typical) {
   // 8192 (34 MB) 2.2-2.5 -> 1.8-1.9; within the L3 the prefetches only cost: kv 4096 (17 MB)
   // 0.80 -> 0.89-0.95 ms, 2048 0.40 -> 0.43.
   t.attention_stream_kv_bytes = 32 * MB;
-  // Paged decode, a page's heads in one task: each head's run of a page is read after the one
-  // before it, the next prefetched while it goes (the executor's prefetch: block types' short
-  // calls, and 16-bit rows the kernels cannot spread). A run of 8 KB or less (16 q8_0 rows at d
-  // 128: 2.2 KB) goes into L1: the run being read and the next fit a quarter of the smallest L1
-  // here (32 KB). x86-zen5, 32 / 8 heads, kv 32768, scattered pages, paged over contiguous time,
-  // L2 -> L1: q8_0 16 rows 1 thread 1.51 -> 1.26, 2 threads 1.61 -> 1.44; f16 (before the
-  // kernels spread its prefetch) 16 rows 1.63 -> 1.50 and 1.86 -> 1.65, 256 rows (64 KB) 2
-  // threads 1.10 -> 1.14.
-  t.attention_l1_run_bytes = 8 * KB;
-  // Paged decode, a page's heads in one task: pages taken in groups whose runs of one head make
-  // 16 KB (4 pages of 16 f16 rows, 8 of 16 q8_0 rows; one page from 64 f16 rows), each head's
-  // run of every page of a group in turn. A loop model of that read (128 MB of f16 in shuffled
-  // pages of 8 head runs, the run two on prefetched into L1 line by line, two FMAs a line;
-  // x86-zen5) reads 4 KB runs at 0.78 / 0.86 / 0.96 / 0.96 of its in-order rate in groups of 1 / 2
-  // / 4 / 8 pages (1 thread; 2 threads 0.86 / 0.88 / 0.92 / 0.91), 2 KB runs at 0.58 / 0.60 / 0.68
-  // / 0.71, and 16 KB runs at 0.94-1.02 in any group.
-  t.attention_page_group_bytes = 16 * KB;
-  // Paged decode, a page's heads in one task: on several threads, heads are taken fewer at a
-  // time until each thread has 16 tasks; the last tasks' imbalance is then a sixteenth of a
-  // thread's work, where with 4 a task each (8 tasks of 8 heads at kv 4096) it cost 2 threads
-  // 10%. x86-zen5, 32 / 8 heads, d 128, kv 4096 (in cache), scattered 64-row pages, paged over
-  // contiguous time, alternated, two runs: 4 -> 16 a thread, 1.17-1.19 -> 1.06-1.10 (f16, q8_0).
-  // One thread takes every head it may (8 at kv 4096, 16-row pages: 0.59 ms against 0.62-0.66
-  // with 4).
-  t.attention_paged_tasks_per_thread = 16;
+  x86_paged_decode_rows(t);
   // No x86 table has fp16 arithmetic (hgemm runs its float32 executor): arm-a76's numbers.
   t.hgemm_block_rows = 64;
   t.hgemm_block_panels = 8;
