@@ -3,12 +3,13 @@
 // pages, in one of two layouts:
 //   shuffled   [page][head][row][dim], the sequence's pages at shuffled places in the pool: a
 //              head's rows come in runs of one page (16 KB at page 64, f16, d 128);
+//   in-order   the same, the pages in the order they were allocated (a fresh pool);
 //   head-major [head][page][row][dim], the pages in the order they were allocated (a sequence
 //              that grew alone): a head's rows run on across pages.
-// Decode (1 query, 32/8 heads, d 128, kv 32768: pages of 16, 64 and 256 rows in both layouts;
-// kv 4096, pages of 64) and prefill (L 2048, 8 heads, pages of 16 and 64), f16 and q8_0 K/V.
-// Counters: paged_over_contiguous (the median per-round ratio of times: above 1 paging costs), each
-// side's median time. Both calls are checked first.
+// Decode (1 query, 32/8 heads, d 128, kv 32768: pages of 16, 64 and 256 rows shuffled and
+// head-major, 16 in order; kv 4096, pages of 64) and prefill (L 2048, 8 heads, pages of 16 and 64),
+// f16 and q8_0 K/V. Counters: paged_over_contiguous (the median per-round ratio of times: above 1
+// paging costs), each side's median time. Both calls are checked first.
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -22,9 +23,11 @@ namespace bench {
 namespace bench_paged {
 namespace {
 
+enum class Layout { shuffled, in_order, head_major };
+
 struct PagedShape {
   int64_t heads, kv_heads, q_len, kv_len, page;
-  bool head_major;
+  Layout layout;
 };
 
 struct Attn {
@@ -60,20 +63,21 @@ Attn make(const PagedShape& s, tessera_dtype type, bool paged) {
   // Page p of the sequence goes to pool page table[p], laid out [page][head][row][dim].
   a.table.resize(size_t(pages));
   std::iota(a.table.begin(), a.table.end(), 0);
-  if (!s.head_major) std::shuffle(a.table.begin(), a.table.end(), std::mt19937(4));
+  if (s.layout == Layout::shuffled) std::shuffle(a.table.begin(), a.table.end(), std::mt19937(4));
   std::vector<uint8_t> kp(a.k.size()), vp(a.v.size());
   const int64_t page_bytes = s.page * row;
   for (int64_t p = 0; p < pages; ++p)
     for (int64_t h = 0; h < s.kv_heads; ++h) {
       const int64_t from = (h * s.kv_len + p * s.page) * row;
-      const int64_t to = s.head_major ? (h * pages + a.table[size_t(p)]) * page_bytes
-                                      : (a.table[size_t(p)] * s.kv_heads + h) * page_bytes;
+      const bool head_major = s.layout == Layout::head_major;
+      const int64_t to = head_major ? (h * pages + a.table[size_t(p)]) * page_bytes
+                                    : (a.table[size_t(p)] * s.kv_heads + h) * page_bytes;
       std::copy_n(a.k.begin() + from, page_bytes, kp.begin() + to);
       std::copy_n(a.v.begin() + from, page_bytes, vp.begin() + to);
     }
   a.k.swap(kp), a.v.swap(vp);
   for (int64_t* st : {a.d.k_stride, a.d.v_stride})
-    if (s.head_major)
+    if (s.layout == Layout::head_major)
       st[0] = s.page * D, st[1] = pages * s.page * D, st[2] = D;
     else
       st[0] = s.kv_heads * s.page * D, st[1] = s.page * D, st[2] = D;
@@ -87,7 +91,10 @@ void register_pair(const PagedShape& s, tessera_dtype type, int threads) {
       std::string("attention/paged-vs-contiguous/") + (s.q_len == 1 ? "decode" : "prefill") +
       "/heads:" + std::to_string(s.heads) + "/kv_heads:" + std::to_string(s.kv_heads) +
       "/q:" + std::to_string(s.q_len) + "/kv:" + std::to_string(s.kv_len) +
-      "/d:128/page:" + std::to_string(s.page) + (s.head_major ? "/head-major/" : "/shuffled/") +
+      "/d:128/page:" + std::to_string(s.page) +
+      (s.layout == Layout::head_major ? "/head-major/"
+       : s.layout == Layout::in_order ? "/in-order/"
+                                      : "/shuffled/") +
       (type == TESSERA_F16 ? "f16" : "q8_0") + "/threads:" + std::to_string(threads);
   benchmark::RegisterBenchmark(
       name.c_str(),
@@ -110,10 +117,12 @@ void register_pair(const PagedShape& s, tessera_dtype type, int threads) {
 void register_paged() {
   using namespace bench_paged;
   // vLLM's default page is 16 rows, llama.cpp's and ORT's 16-256.
-  const PagedShape shapes[] = {
-      {32, 8, 1, 32768, 16, false}, {32, 8, 1, 32768, 64, false},  {32, 8, 1, 32768, 256, false},
-      {32, 8, 1, 32768, 16, true},  {32, 8, 1, 32768, 64, true},   {32, 8, 1, 32768, 256, true},
-      {32, 8, 1, 4096, 64, false},  {8, 8, 2048, 2048, 16, false}, {8, 8, 2048, 2048, 64, false}};
+  constexpr Layout S = Layout::shuffled, O = Layout::in_order, H = Layout::head_major;
+  const PagedShape shapes[] = {{32, 8, 1, 32768, 16, S},  {32, 8, 1, 32768, 64, S},
+                               {32, 8, 1, 32768, 256, S}, {32, 8, 1, 32768, 16, O},
+                               {32, 8, 1, 32768, 16, H},  {32, 8, 1, 32768, 64, H},
+                               {32, 8, 1, 32768, 256, H}, {32, 8, 1, 4096, 64, S},
+                               {8, 8, 2048, 2048, 16, S}, {8, 8, 2048, 2048, 64, S}};
   for (int threads : thread_counts())
     for (const PagedShape& s : shapes)
       for (tessera_dtype type : {TESSERA_F16, TESSERA_Q8_0}) register_pair(s, type, threads);

@@ -101,11 +101,15 @@ struct KvRows {
   }
   // The page runs a task's heads read from row j (n rows on) before the next ones: up to
   // `pages` runs of one length m, each head's run of each of them in turn, so that several
-  // scattered pages stream at once (AttentionPlan::page_group); else the one run at j.
+  // scattered pages stream at once (AttentionPlan::page_group); else the one run at j. A page
+  // that follows the one before it in the pool ends the group: a page at a time then reads the
+  // pool in memory order (grouped, a pool handed out in order read 20% slower on one thread).
   int64_t page_runs(int64_t j, int64_t n, int64_t pages, int64_t& m) const {
     m = run(j, n);
     int64_t count = 1;
-    while (count < pages && count * m < n && run(j + count * m, n - count * m) == m) ++count;
+    for (int64_t at = j + m; count < pages && count * m < n && run(at, n - count * m) == m;
+         at += m, ++count)
+      if (table[page_of(at)] == table[page_of(at - m)] + 1) break;
     return count;
   }
   const char* row(int64_t j) const {
