@@ -293,6 +293,21 @@ TEST(AttentionPlan, HeadsInnerWherePagesHoldTheHeadsSideBySide) {
   }
 }
 
+// A decode of 32/8 heads, d 128, kv 4096 (8 chunks of 512 keys) over `page`-row pages of a pool
+// laid out [page][head][row] or, head_major, [head][page][row].
+tessera_attention_desc paged_decode(const int32_t* table, int64_t page, bool head_major) {
+  const int64_t H = 8, D = 128, kv = 4096, pages = kv / page;
+  tessera_attention_desc d{};
+  EXPECT_EQ(tessera_attention_desc_init(&d, 1, 32, H, 1, kv, D, D), TESSERA_OK);
+  d.block_table = table, d.block_table_stride = pages, d.page_size = page, d.num_pages = pages;
+  for (int64_t* st : {d.k_stride, d.v_stride}) {
+    st[0] = head_major ? page * D : H * page * D;
+    st[1] = head_major ? pages * page * D : page * D;
+    st[2] = D;
+  }
+  return d;
+}
+
 // A decode task takes a page's KV heads together where the heads sit side by side and the rows
 // take the dot kernels: one thread every head it may, several in as many tasks as give each
 // thread sixteen (the row's attention_paged_tasks_per_thread); short runs of a head's rows are
@@ -319,18 +334,8 @@ TEST(AttentionPlan, HeadsTogetherWherePagesHoldTheHeads) {
                         {"32 rows", 32, false, true, 1, 8, false},
                         {"256 rows", 256, false, true, 2, 2, false},
                         {"256 rows, head-major", 256, true, true, 1, 1, false}};
-  const int64_t H = 8, D = 128, kv = 4096;
   for (const Case& c : cases) {
-    tessera_attention_desc d{};
-    ASSERT_EQ(tessera_attention_desc_init(&d, 1, 32, H, 1, kv, D, D), TESSERA_OK);
-    const int64_t pages = kv / c.page;
-    d.block_table = table, d.block_table_stride = pages, d.page_size = c.page;
-    d.num_pages = pages;
-    for (int64_t* st : {d.k_stride, d.v_stride}) {
-      st[0] = c.head_major ? c.page * D : H * c.page * D;
-      st[1] = c.head_major ? pages * c.page * D : c.page * D;
-      st[2] = D;
-    }
+    const tessera_attention_desc d = paged_decode(table, c.page, c.head_major);
     const detail::AttentionPlan p =
         detail::plan_attention(d, 4, 14, c.few, detail::tuning_row(CpuClass::x86_zen4), c.threads);
     ASSERT_EQ(p.path, detail::AttentionPath::decode_split_kv) << c.name;
@@ -363,19 +368,9 @@ TEST(AttentionPlan, PagesInGroupsForSixteenBitRows) {
                         {"f32 16 rows", 16, TESSERA_F32, TESSERA_F32, false, 2, 1},
                         {"q8_0 16 rows", 16, TESSERA_Q8_0, TESSERA_Q8_0, false, 2, 1},
                         {"f16 K, q8_0 V", 16, TESSERA_F16, TESSERA_Q8_0, false, 2, 1}};
-  const int64_t H = 8, D = 128, kv = 4096;
   for (const Case& c : cases) {
-    tessera_attention_desc d{};
-    ASSERT_EQ(tessera_attention_desc_init(&d, 1, 32, H, 1, kv, D, D), TESSERA_OK);
+    tessera_attention_desc d = paged_decode(table, c.page, c.head_major);
     d.k_type = c.k, d.v_type = c.v;
-    const int64_t pages = kv / c.page;
-    d.block_table = table, d.block_table_stride = pages, d.page_size = c.page;
-    d.num_pages = pages;
-    for (int64_t* st : {d.k_stride, d.v_stride}) {
-      st[0] = c.head_major ? c.page * D : H * c.page * D;
-      st[1] = c.head_major ? pages * c.page * D : c.page * D;
-      st[2] = D;
-    }
     const detail::AttentionPlan p =
         detail::plan_attention(d, 4, 14, true, detail::tuning_row(CpuClass::x86_zen4), c.threads);
     ASSERT_EQ(p.path, detail::AttentionPath::decode_split_kv) << c.name;

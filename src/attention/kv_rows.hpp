@@ -214,12 +214,9 @@ struct Ahead {
   arch::RowsAhead spread(int64_t j, int64_t n) const {
     if (!order) return {};
     const int64_t i = j - lo + distance, run = h * pages + g + i / m, per_group = heads * pages;
-    // (Two 64-bit divisions fewer for a page at a time, a call of every 32 keys.)
-    const int64_t group = pages == 1 ? run / heads : run / per_group;
-    const int64_t in_group = run - group * per_group,
-                  head = pages == 1 ? in_group : in_group / pages;
-    const KvRows& r = *order[head];
-    const int64_t row = lo - g * m + (group * pages + in_group - head * pages) * m + i % m;
+    const int64_t group = run / per_group, in_group = run % per_group;
+    const KvRows& r = *order[in_group / pages];
+    const int64_t row = lo - g * m + (group * pages + in_group % pages) * m + i % m;
     if (row + n > r.end || r.run(row, n) < n) return {};
     return {r.row8(row), r.ld_bytes()};
   }
