@@ -95,11 +95,35 @@ struct RowsAhead {
 // next rows as `ahead` says.
 using GemmDot16Fn = void (*)(int64_t k, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
                              float* c, int64_t ldc, float alpha, float beta, RowsAhead ahead);
-// gemm_dot_b16.hpp: as GemmStridedFn (few rows, nr <= 2 vectors) with B in 16 bits, its next
-// rows as `ahead` says.
+// A 16-bit B's rows in up to kMaxB16Runs runs, rows ld elements apart within a run (a paged V:
+// the rows of each page a block of keys lies on): B's rows [0, end[0]) are run 0's from at[0],
+// [end[0], end[1]) run 1's from at[1], and so on; ahead[g] the rows run g's reads prefetch.
+constexpr int kMaxB16Runs = 4;
+struct B16Rows {
+  const uint16_t* at[kMaxB16Runs];
+  int64_t end[kMaxB16Runs];
+  RowsAhead ahead[kMaxB16Runs];
+  int count = 0;
+  int64_t ld = 0;
+  // B as one run of rows (a matrix).
+  static B16Rows matrix(const uint16_t* b, int64_t k, int64_t ld) {
+    B16Rows r;
+    r.at[0] = b, r.end[0] = k, r.ahead[0] = {}, r.count = 1, r.ld = ld;
+    return r;
+  }
+  // The next columns, n on: each run's rows and those it prefetches.
+  void next_columns(int64_t n) {
+    for (int g = 0; g < count; ++g) {
+      at[g] += n;
+      if (ahead[g].at) ahead[g].at += 2 * n;
+    }
+  }
+};
+// gemm_dot_b16.hpp: as GemmStridedFn (few rows, nr <= 2 vectors) with B's k rows in 16 bits, in
+// runs.
 using GemmStrided16Fn = void (*)(int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
-                                 const uint16_t* b, int64_t ldb, float* c, int64_t ldc, int64_t nr,
-                                 float alpha, float beta, RowsAhead ahead);
+                                 const B16Rows& b, float* c, int64_t ldc, int64_t nr, float alpha,
+                                 float beta);
 // gemm_pack.hpp
 using GemmPackFn = void (*)(bool trans, int64_t rows_or_k, int64_t k_or_cols, const float* src,
                             int64_t ld, float* out);

@@ -136,30 +136,39 @@ TEST_P(Paged, MatchesTheContiguousCallBitwiseWhenPagesHoldWholeTiles) {
 // Against the reference, each last page partly filled and the table's unused entries -1, and
 // bitwise the same on 1 thread (four heads a task, 16-bit rows 8 pages a group) as on 8 (a head
 // a task, a page at a time): a head's sums never depend on its task's other heads, nor on the
-// order its runs interleave with theirs.
+// order its runs interleave with theirs (16-bit V: nor on which pages a call of P V spans).
 TEST_P(Paged, ShortPagesReadHeadsTogetherAsHeadByHead) {
   uint32_t seed = 1300;
-  for (const Types& ty : kv_types()) {
-    SCOPED_TRACE(testing::Message() << "k " << ty.k << " v " << ty.v);
-    auto tester = [&] {
-      AttentionTester t(2, 16, 4, 1, 1300, 64, 64);
-      t.kv_types(ty.k, ty.v).causal(BR).with_kv_lens().with_lse().paged(16);
-      return t;
-    };
-    tester().test(1e-5, seed);
-    AttentionTester t = tester();
-    AttentionProblem& p = t.build(seed++);
-    std::vector<float> o[2], lse[2];
-    for (int i = 0; i < 2; ++i) {
-      ASSERT_EQ(tessera::set_num_threads(i == 0 ? 1 : 8), Status::ok);
-      ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k_data(), p.v_data(), p.o.data()), Status::ok)
-          << tessera::last_error();
-      o[i] = p.o, lse[i] = p.lse;
+  // Wide heads (a page's run 16 KB at f16: groups of one page, calls of two) under a window
+  // whose first key lies mid-page, the first page of a call.
+  for (const bool wide : {false, true})
+    for (const Types& ty : kv_types()) {
+      SCOPED_TRACE(testing::Message() << "k " << ty.k << " v " << ty.v << " wide " << wide);
+      auto tester = [&] {
+        AttentionTester t = wide ? AttentionTester(1, 8, 4, 1, 700, 512, 512)
+                                 : AttentionTester(2, 16, 4, 1, 1300, 64, 64);
+        t.kv_types(ty.k, ty.v).causal(BR).with_lse().paged(16);
+        if (wide)
+          t.window(301, 0);  // the first key seen 398: row 14 of the group's first page, 24
+        else
+          t.with_kv_lens();
+        return t;
+      };
+      tester().test(1e-5, seed);
+      AttentionTester t = tester();
+      AttentionProblem& p = t.build(seed++);
+      std::vector<float> o[2], lse[2];
+      for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(tessera::set_num_threads(i == 0 ? 1 : 8), Status::ok);
+        ASSERT_EQ(tessera::attention(p.d, p.q.data(), p.k_data(), p.v_data(), p.o.data()),
+                  Status::ok)
+            << tessera::last_error();
+        o[i] = p.o, lse[i] = p.lse;
+      }
+      tessera::set_num_threads(0);
+      EXPECT_EQ(o[0], o[1]);
+      EXPECT_EQ(lse[0], lse[1]);
     }
-    tessera::set_num_threads(0);
-    EXPECT_EQ(o[0], o[1]);
-    EXPECT_EQ(lse[0], lse[1]);
-  }
 }
 
 // Batches sharing their first pages (a common prompt) read the same rows.

@@ -256,7 +256,8 @@ void test_dot16(const KernelRow& row, bool bf16) {
 }
 
 // Few rows against a 16-bit B read in place: k over the lattice, every column count up to the
-// kernel's width (partial last vectors), A row-major and transposed, padded strides.
+// kernel's width (partial last vectors), A row-major and transposed, padded strides, B's rows in
+// one run or split into up to four (some of one row, stored in reverse order, apart).
 void test_wide16(const KernelRow& row, bool bf16) {
   const auto fn = reinterpret_cast<arch::GemmStrided16Fn>(row.fn);
   int combo = 0;
@@ -266,10 +267,25 @@ void test_wide16(const KernelRow& row, bool bf16) {
       const bool a_trans = combo % 2;
       const int64_t lda = (a_trans ? row.rows : k) + 1, ldb = row.cols + 5;
       const auto a = data(size_t((a_trans ? k : row.rows) * lda + 1), uint32_t(combo));
-      const auto f = data(size_t(std::max<int64_t>(k, 1) * ldb), uint32_t(combo + 50));
+      const int runs = k < 7 ? 1 : 1 + combo % arch::kMaxB16Runs;
+      const auto f = data(size_t((k + runs) * ldb), uint32_t(combo + 50));
       std::vector<uint16_t> b;
       for (float x : f)
         b.push_back(bf16 ? tessera::reference::f32_to_bf16(x) : tessera::reference::f32_to_f16(x));
+      // Run g: rows [end[g - 1], end[g]) (the first of one row, the last the longest), stored
+      // a row apart in reverse order.
+      arch::B16Rows rows{};
+      rows.count = runs, rows.ld = ldb;
+      std::vector<int64_t> stored(static_cast<size_t>(k));
+      int64_t start = 0;
+      for (int g = 0; g < runs; ++g) {
+        const int64_t end = g + 1 == runs ? k : start + 1 + g;
+        const int64_t at = k + runs - end - g;  // runs after it first, a row between
+        rows.at[g] = b.data() + at * ldb, rows.end[g] = end;
+        rows.ahead[g] = rows_ahead(combo / 2, b, ldb);
+        for (int64_t p = start; p < end; ++p) stored[size_t(p)] = at + p - start;
+        start = end;
+      }
       auto widen = [&](uint16_t h) {
         return bf16 ? tessera::reference::bf16_to_f32(h) : tessera::reference::f16_to_f32(h);
       };
@@ -277,10 +293,9 @@ void test_wide16(const KernelRow& row, bool bf16) {
       check(
           row, {row.rows, nr, k, row.cols + 3, s},
           [&](int64_t i, int64_t p) { return a[size_t(i * a_rs + p * a_cs)]; },
-          [&](int64_t p, int64_t j) { return widen(b[size_t(p * ldb + j)]); },
+          [&](int64_t p, int64_t j) { return widen(b[size_t(stored[size_t(p)] * ldb + j)]); },
           [&](float* c) {
-            fn(k, a.data(), a_rs, a_cs, b.data(), ldb, c, row.cols + 3, nr, s.alpha, s.beta,
-               rows_ahead(combo / 2, b, ldb));
+            fn(k, a.data(), a_rs, a_cs, rows, c, row.cols + 3, nr, s.alpha, s.beta);
           },
           "wide16");
       if (::testing::Test::HasFailure()) return;
@@ -509,7 +524,8 @@ TEST(Ukernel, EveryF16ValueWidensExactly) {
     const float one = 1.0f;
     int bad = 0;
     for (int64_t j0 = 0; j0 < 65536; j0 += cols) {
-      g.wide16[0][1](1, &one, 1, 1, b.data() + j0, cols, c.data(), cols, cols, 1.0f, 0.0f, {});
+      g.wide16[0][1](1, &one, 1, 1, arch::B16Rows::matrix(b.data() + j0, 1, cols), c.data(), cols,
+                     cols, 1.0f, 0.0f);
       for (int64_t j = 0; j < cols && j0 + j < 65536; ++j) {
         const float want = tessera::reference::f16_to_f32(uint16_t(j0 + j));
         // == : the sum 0 + 1 x (-0) is +0 on any table; every other value exactly.

@@ -19,6 +19,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -73,8 +74,8 @@ void gemm_dot_nt_b16(int64_t k, const float* a, int64_t lda, const uint16_t* b, 
 // them in memory too and stored all of them every k step.
 template <class Arch, class Widen, int R, int NV>
 TESSERA_ALWAYS_INLINE void wide_b16_whole(int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
-                                          const uint16_t* b, int64_t ldb, float* c, int64_t ldc,
-                                          float alpha, float beta, RowsAhead ahead) {
+                                          const B16Rows& b, float* c, int64_t ldc, float alpha,
+                                          float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   B acc[R][NV];
@@ -82,24 +83,29 @@ TESSERA_ALWAYS_INLINE void wide_b16_whole(int64_t k, const float* a, int64_t a_r
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
-  for (int64_t p = 0; p < k; ++p) {
-    const uint16_t* row = b + p * ldb;
-    // The same columns k rows on (the caller's next block of keys; a prefetch past the array
-    // does not fault): column strips of rows ldb apart are a pattern the hardware prefetcher
-    // misses, and this loop waited on memory for most of its time. Or the rows `ahead` names.
-    if (ahead.at)
+  int64_t p = 0;
+  for (int g = 0; g < b.count && p < k; ++g) {
+    const int64_t ldb = b.ld, p0 = p, p1 = std::min(k, b.end[g]);
+    const uint16_t* run = b.at[g];
+    // The same columns a run's length on (the caller's next block of keys; a prefetch past
+    // the array does not fault): column strips of rows ldb apart are a pattern the hardware
+    // prefetcher misses, and this loop waited on memory for most of its time. Or the rows
+    // `ahead` names.
+    const RowsAhead own{reinterpret_cast<const uint8_t*>(run + (p1 - p0) * ldb), 2 * ldb};
+    const RowsAhead ahead = b.ahead[g].at ? b.ahead[g] : own;
+    for (; p < p1; ++p) {
+      const uint16_t* row = run + (p - p0) * ldb;
       for (int64_t q = 0; q < NV * W; q += 32)
-        __builtin_prefetch(ahead.at + p * ahead.ld + 2 * q, 0, 3);
-    else
-      for (int64_t q = 0; q < NV * W; q += 32) __builtin_prefetch(row + k * ldb + q, 0, 3);
-    B bv[NV];
+        __builtin_prefetch(ahead.at + (p - p0) * ahead.ld + 2 * q, 0, 3);
+      B bv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = Widen::load(row + v * W);
+      for (int v = 0; v < NV; ++v) bv[v] = Widen::load(row + v * W);
 #pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) {
-      const B ai(a[i * a_rs + p * a_cs]);
+      for (int i = 0; i < R; ++i) {
+        const B ai(a[i * a_rs + p * a_cs]);
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
+      }
     }
   }
   if (beta == 0.0f) {
@@ -118,43 +124,45 @@ TESSERA_ALWAYS_INLINE void wide_b16_whole(int64_t k, const float* a, int64_t a_r
     }
 }
 
-// C[0:R, 0:nr] = alpha A B + beta C for B stored in 16 bits, rows ldb elements apart, read in
-// place (decode's P V against a 16-bit V cache): A(i, p) at a[i a_rs + p a_cs] (float32),
-// nr <= NV W columns; a last partial vector is widened element by element into a zero-padded
-// one and stored element by element. R x NV accumulators: 11 vector registers at R = 4, NV = 2;
-// 21 at NV = 4, which broadcasts each A element once per 4 vectors of B rather than per 2. Each
-// C element is one accumulator lane summing k in order. beta == 0 never reads C.
+// C[0:R, 0:nr] = alpha A B + beta C for B's k rows stored in 16 bits, read in place from their
+// runs (decode's P V against a 16-bit V cache, its pages or one matrix): A(i, p) at a[i a_rs + p
+// a_cs] (float32), nr <= NV W columns; a last partial vector is widened element by element into
+// a zero-padded one and stored element by element. R x NV accumulators: 11 vector registers at R
+// = 4, NV = 2; 21 at NV = 4, which broadcasts each A element once per 4 vectors of B rather than
+// per 2. Each C element is one accumulator lane summing the k rows in order, across the runs, so
+// the result does not depend on where B's runs break. beta == 0 never reads C.
 template <class Arch, class Widen, int R, int NV>
-void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const uint16_t* b,
-                   int64_t ldb, float* c, int64_t ldc, int64_t nr, float alpha, float beta,
-                   RowsAhead ahead) {
+void gemm_wide_b16(int64_t k, const float* a, int64_t a_rs, int64_t a_cs, const B16Rows& b,
+                   float* c, int64_t ldc, int64_t nr, float alpha, float beta) {
   using B = xsimd::batch<float, Arch>;
   constexpr int64_t W = B::size;
   if (nr == NV * W)
-    return wide_b16_whole<Arch, Widen, R, NV>(k, a, a_rs, a_cs, b, ldb, c, ldc, alpha, beta, ahead);
+    return wide_b16_whole<Arch, Widen, R, NV>(k, a, a_rs, a_cs, b, c, ldc, alpha, beta);
   const int whole = int(nr / W);  // vectors loaded whole
   B acc[R][NV];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = B(0.0f);
-  for (int64_t p = 0; p < k; ++p) {
-    const uint16_t* row = b + p * ldb;
-    B bv[NV];
-    for (int v = 0; v < NV; ++v) {
-      if (v < whole) {
-        bv[v] = Widen::load(row + v * W);
-      } else if (v * W < nr) {
-        alignas(64) float t[W] = {};
-        for (int64_t l = 0; l < nr - v * W; ++l) t[l] = Widen::scalar(row[v * W + l]);
-        bv[v] = B::load_aligned(t);
-      } else {
-        bv[v] = B(0.0f);
+  int64_t p = 0;
+  for (int g = 0; g < b.count && p < k; ++g)
+    for (const int64_t p0 = p, p1 = std::min(k, b.end[g]); p < p1; ++p) {
+      const uint16_t* row = b.at[g] + (p - p0) * b.ld;
+      B bv[NV];
+      for (int v = 0; v < NV; ++v) {
+        if (v < whole) {
+          bv[v] = Widen::load(row + v * W);
+        } else if (v * W < nr) {
+          alignas(64) float t[W] = {};
+          for (int64_t l = 0; l < nr - v * W; ++l) t[l] = Widen::scalar(row[v * W + l]);
+          bv[v] = B::load_aligned(t);
+        } else {
+          bv[v] = B(0.0f);
+        }
+      }
+      for (int i = 0; i < R; ++i) {
+        const B ai(a[i * a_rs + p * a_cs]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
       }
     }
-    for (int i = 0; i < R; ++i) {
-      const B ai(a[i * a_rs + p * a_cs]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
-    }
-  }
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < NV && v * W < nr; ++v) {
       float* cv = c + i * ldc + v * W;

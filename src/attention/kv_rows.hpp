@@ -112,6 +112,16 @@ struct KvRows {
       if (table[page_of(at)] == table[page_of(at - m)] + 1) break;
     return count;
   }
+  // The keys from j (n on) of one call of a sum over keys of up to `keys`: that many of one
+  // page's run, or the runs of as many pages as make them (page_runs, so a page that follows the
+  // one before it in the pool ends them). From a tile's first key, whatever the readers' order,
+  // every page group (page_runs, pages a multiple of these) starts a call: sums that do not
+  // depend on how tasks take heads.
+  int64_t call_keys(int64_t j, int64_t n, int64_t keys) const {
+    int64_t m = run(j, n);
+    if (m >= keys) return keys;
+    return page_runs(j, n, std::max<int64_t>(1, keys / m), m) * m;
+  }
   const char* row(int64_t j) const {
     if (table) return base + bytes(type, table[page_of(j)] * page_ld + in_page(j) * ld);
     return base + bytes(type, j * ld);

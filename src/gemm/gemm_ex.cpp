@@ -175,8 +175,8 @@ Status few_rows(const arch::KernelTable& t, const Problem& q) {
                                   (v1 - v0) * W, q.alpha, q.beta);
       if (tail)
         for (int64_t j = vectors * W; j < q.n; j += wide)
-          g.wide16[t16][q.m](q.k, a, lda, 1, b + j, ldb, q.c + j, ldc, std::min(wide, q.n - j),
-                             q.alpha, q.beta, {});
+          g.wide16[t16][q.m](q.k, a, lda, 1, arch::B16Rows::matrix(b + j, q.k, ldb), q.c + j, ldc,
+                             std::min(wide, q.n - j), q.alpha, q.beta);
     });
   });
   return Status::ok;
