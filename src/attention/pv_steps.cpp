@@ -11,8 +11,8 @@ namespace tessera::detail::fa {
 // registers, wide16_cols columns a call, over blocks of kDecodeKeys keys from the tile's first
 // (8 KB of V at d = 128, in L1 across the block's calls; whole 256-key column strips made every
 // call after the first read V from L2 or memory again). A block of short pages takes as many as
-// make kDecodeKeys keys in one call (KvRows::call_keys): calls of 16 keys, each loading and
-// storing its strip of O, cost a fifth more.
+// make kDecodeKeys keys in one call (KvRows::call_keys), each call loading and storing its strip
+// of O once (a call a page loaded and stored it twice as often at 16 rows).
 static_assert(kDecodeKeys / 16 <= arch::kMaxB16Runs, "a block's pages (of 16 rows or more)");
 void pv_in_place_16(const Task& t, const Ahead& a, int64_t j0, int64_t, int64_t, int64_t lo,
                     int64_t hi) {
