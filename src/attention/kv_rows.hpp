@@ -118,6 +118,7 @@ struct KvRows {
   // every page group (page_runs, pages a multiple of these) starts a call: sums that do not
   // depend on how tasks take heads.
   int64_t call_keys(int64_t j, int64_t n, int64_t keys) const {
+    n = std::min(n, keys);  // (run() walks the pages up to n rows on)
     int64_t m = run(j, n);
     if (m >= keys) return keys;
     return page_runs(j, n, std::max<int64_t>(1, keys / m), m) * m;
