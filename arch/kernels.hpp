@@ -108,7 +108,7 @@ struct B16Rows {
   // B as one run of rows (a matrix).
   static B16Rows matrix(const uint16_t* b, int64_t k, int64_t ld) {
     B16Rows r;
-    r.at[0] = b, r.end[0] = k, r.ahead[0] = {}, r.count = 1, r.ld = ld;
+    r.at[0] = b, r.end[0] = k, r.count = 1, r.ld = ld;
     return r;
   }
   // The next columns, n on: each run's rows and those it prefetches.

@@ -276,13 +276,14 @@ void test_wide16(const KernelRow& row, bool bf16) {
       // a row apart in reverse order.
       arch::B16Rows rows{};
       rows.count = runs, rows.ld = ldb;
+      const arch::RowsAhead ahead = rows_ahead(combo / 2, b, ldb);
       std::vector<int64_t> stored(static_cast<size_t>(k));
       int64_t start = 0;
       for (int g = 0; g < runs; ++g) {
         const int64_t end = g + 1 == runs ? k : start + 1 + g;
         const int64_t at = k + runs - end - g;  // runs after it first, a row between
         rows.at[g] = b.data() + at * ldb, rows.end[g] = end;
-        rows.ahead[g] = rows_ahead(combo / 2, b, ldb);
+        rows.ahead[g] = ahead;
         for (int64_t p = start; p < end; ++p) stored[size_t(p)] = at + p - start;
         start = end;
       }

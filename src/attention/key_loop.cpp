@@ -337,7 +337,7 @@ void key_loop(const Geometry& g, const arch::KernelTable& kt, int64_t b, int64_t
     // group at least a call's pages (KvRows::call_keys), so that the calls are a head alone's.
     const bool in_place = pv == pv_in_place_16;
     for (int64_t lo = 0, m, runs; lo < n; lo += runs * m) {
-      const int64_t call = in_place ? kDecodeKeys / t.vrows.run(j0 + lo, n - lo) : 1;
+      const int64_t call = in_place ? t.vrows.call_pages(j0 + lo, n - lo, kDecodeKeys) : 1;
       runs = t.vrows.page_runs(j0 + lo, n - lo, std::max(g.page_group, call), m);
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t p = 0; p < (in_place ? 1 : runs); ++p) {

@@ -118,10 +118,14 @@ struct KvRows {
   // every page group (page_runs, pages a multiple of these) starts a call: sums that do not
   // depend on how tasks take heads.
   int64_t call_keys(int64_t j, int64_t n, int64_t keys) const {
-    n = std::min(n, keys);  // (run() walks the pages up to n rows on)
-    int64_t m = run(j, n);
-    if (m >= keys) return keys;
-    return page_runs(j, n, std::max<int64_t>(1, keys / m), m) * m;
+    n = std::min(n, keys);
+    int64_t m;
+    const int64_t pages = page_runs(j, n, call_pages(j, n, keys), m);
+    return pages * m;
+  }
+  // The pages such a call from j takes at most: one where a page's run holds `keys`.
+  int64_t call_pages(int64_t j, int64_t n, int64_t keys) const {
+    return std::max<int64_t>(1, keys / run(j, std::min(n, keys)));  // (run walks n rows on)
   }
   const char* row(int64_t j) const {
     if (table) return base + bytes(type, table[page_of(j)] * page_ld + in_page(j) * ld);

@@ -26,7 +26,7 @@ void pv_in_place_16(const Task& t, const Ahead& a, int64_t j0, int64_t, int64_t,
     const int64_t k0 = std::max(kb, extent[0]), k1 = kb + kn;  // the keys the panel sees
     if (k1 <= k0) continue;
     arch::B16Rows v;
-    v.count = 0, v.ld = t.vrows.ld;
+    v.ld = t.vrows.ld;
     for (int64_t j = j0 + k0, m; j < j0 + k1; j += m, ++v.count) {  // page by page
       m = t.vrows.run(j, j0 + k1 - j);
       v.at[v.count] = t.vrows.row16(j), v.end[v.count] = j + m - (j0 + k0);
