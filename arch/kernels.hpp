@@ -297,9 +297,16 @@ inline constexpr int kQBlock = 32;  // values per block
 inline constexpr int kQBlockBytes[2] = {34, 18};
 // The rows after a call's n rows, for its prefetches only: row n + i at at + i ld, i < rows (the
 // next page's first rows, or the next tile's); rows = 0: none (the sequence ends there).
+// spread: rows its caller reads later (a short call's: another head's run of the page), row i at
+// spread + i ld, i < spread_rows, which a kernel that takes them prefetches a share per step of
+// its loop, into L1 where spread_l1 (issued at once before the call, they held the core's miss
+// buffers while the call's own loads waited).
 struct NextRows {
   const uint8_t* at = nullptr;
   int64_t rows = 0;
+  const uint8_t* spread = nullptr;
+  int64_t spread_rows = 0;
+  bool spread_l1 = false;
 };
 // Query rows rounded to q8_0 for the integer dot kernels: row r, block b has its 32 int8 at
 // qs[r ld + 32 b] and its scale (the f16-rounded one, widened) at d[r blocks + b].
@@ -356,7 +363,10 @@ struct QuantKernels {
   // layout (qs ld = d, scales widened): the queries of the integer dot kernels.
   void (*quantize_rows)(int64_t rows, int64_t d, const float* x, int64_t ldx, int8_t* qs,
                         float* scales);
-  int dot_rows;                                                           // R = 1..dot_rows
+  int dot_rows;  // R = 1..dot_rows
+  // dot[][] prefetch QuantRows::next's spread rows over their loop (pv[][] always do); else
+  // their caller issues those rows before the call.
+  bool dot_spreads = false;
   int dot_keys[2][kMaxDotRows + 1] = {{2, 2, 2, 2, 2}, {2, 2, 2, 2, 2}};  // of dot[t][R], a step
   QuantDotFn dot[2][kMaxDotRows + 1];
   QuantPvFn pv[2][kMaxDotRows + 1];

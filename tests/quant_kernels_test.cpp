@@ -103,12 +103,13 @@ void test_dot(const KernelRow& row, int t) {
             ADD_FAILURE() << row.name << ": S(" << r << ", " << j << ") = " << got << ", want "
                           << want << " (blocks " << blocks << ", n " << n << ")";
         }
-      // The streamed hint moves prefetches only: the same bits.
+      // The streamed hint and rows to spread (K's own) move prefetches only: the same bits.
       std::vector<float> s2(s.size(), kGuard);
-      fn(arch::QuantRows{qs.data(), qd.data(), D, blocks, true}, k.data(), ldk, n, s2.data() + lds,
-         lds, alpha);
+      arch::QuantRows hinted{qs.data(), qd.data(), D, blocks, true};
+      hinted.next = {k.data(), n, k.data(), n, combo % 3 == 0};
+      fn(hinted, k.data(), ldk, n, s2.data() + lds, lds, alpha);
       if (std::memcmp(s.data(), s2.data(), s.size() * sizeof(float)) != 0)
-        ADD_FAILURE() << row.name << ": the streamed hint changed S (blocks " << blocks << ", n "
+        ADD_FAILURE() << row.name << ": the prefetch hints changed S (blocks " << blocks << ", n "
                       << n << ")";
       if (::testing::Test::HasFailure()) return;
     }
@@ -130,8 +131,10 @@ void test_pv(const KernelRow& row, int t) {
       for (int64_t r = 0; r < R; ++r)
         for (int64_t c = 0; c < Dv; ++c) o[size_t((r + 1) * ldo + c)] = o0[size_t(r * Dv + c)];
       ++combo;
-      // The rows after the call's named (for its prefetches): V's own, which it must not read.
-      fn(n, p.data(), ldp, v.data(), ldv, blocks, o.data() + ldo, ldo, {v.data(), n});
+      // The rows after the call's and those to spread named (for its prefetches): V's own,
+      // which it must not read.
+      fn(n, p.data(), ldp, v.data(), ldv, blocks, o.data() + ldo, ldo,
+         {v.data(), n, v.data(), n, combo % 2 == 0});
       int bad = 0;
       for (int64_t r = -1; r <= R; ++r)
         for (int64_t c = 0; c < ldo; ++c) {

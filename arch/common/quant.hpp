@@ -20,6 +20,8 @@
 //    q.streamed (K from memory) may change where a kernel prefetches to, never what it returns.
 //  - pv[t][R](n, p, ldp, v, ldv, blocks, o, ldo, next): o[r ldo + c] += sum_j p[r ldp + j] d_v
 //    q_v, float32, the keys summed in order into each O element (which it reads and writes).
+//    They prefetch next's spread rows over their loop; the dot kernels where the table says so
+//    (QuantKernels::dot_spreads).
 //  - Kernels are stateless, allocate nothing, read no byte past the blocks they are given. They
 //    may prefetch the rows after their call's, where NextRows says those lie (the next page's,
 //    in a paged cache): a hint that never faults, not a read.
@@ -158,8 +160,15 @@ void quant_dot(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n, flo
   using F = typename QOps::F;
   constexpr int64_t BS = kQBlockBytes[T];
   const int64_t blocks = q.blocks;
+  // The caller's later rows: a share each step of keys.
+  const auto spread = [&](int64_t j) {
+    if (q.next.spread_rows > 0)
+      prefetch_share(q.next.spread, q.next.spread_rows, ldk, blocks * BS, j / 2, (n + 1) / 2,
+                     q.next.spread_l1);
+  };
   int64_t j = 0;
   for (; j + 2 <= n; j += 2) {
+    spread(j);
     F acc0[R], acc1[R];
     for (int r = 0; r < R; ++r) acc0[r] = QOps::zero(), acc1[r] = QOps::zero();
     const uint8_t* k0 = k + j * ldk;
@@ -185,6 +194,7 @@ void quant_dot(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_t n, flo
     }
   }
   for (; j < n; ++j) {
+    spread(j);
     F acc[R];
     for (int r = 0; r < R; ++r) acc[r] = QOps::zero();
     const uint8_t* kj = k + j * ldk;
@@ -250,6 +260,7 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
   constexpr int kMaxBlocks = kPvMaxBlocks;
   float dv[kMaxBlocks][kPvKeys];
   float pd[Copies][kMaxBlocks][kMaxDotRows][kPvKeys];
+  const int64_t groups = (n + kPvKeys - 1) / kPvKeys;
   for (int64_t b0 = 0; b0 < blocks; b0 += kMaxBlocks) {
     const int64_t nb = std::min<int64_t>(kMaxBlocks, blocks - b0);
     for (int64_t j0 = 0; j0 < n; j0 += kPvKeys) {
@@ -262,7 +273,10 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
       for (int64_t j = 0; j < nj; ++j)
         for (int64_t b = 0; b < nb; ++b) dv[b][j] = QOps::scale(v + (j0 + j) * ldv + (b0 + b) * BS);
       pv_scale_products<Copies>(nb, R, nj, p + j0, ldp, dv, &pd[0][0][0][0]);
-      for (int64_t b = 0; b < nb; ++b)
+      for (int64_t b = 0; b < nb; ++b) {
+        if (next.spread_rows > 0)  // the caller's later rows: a share each block of a group
+          prefetch_share(next.spread, next.spread_rows, ldv, blocks * BS,
+                         j0 / kPvKeys * blocks + b0 + b, groups * blocks, next.spread_l1);
         for (int c0 = 0; c0 < kQBlock; c0 += P::kPvCols) {
           float* ob = o + (b0 + b) * kQBlock + c0;
           F acc[R][C];
@@ -279,6 +293,7 @@ void quant_pv(int64_t n, const float* p, int64_t ldp, const uint8_t* v, int64_t 
           for (int r = 0; r < R; ++r)
             for (int c = 0; c < C; ++c) P::store_f(ob + r * ldo + c * L, acc[r][c]);
         }
+      }
     }
   }
 }

@@ -24,6 +24,7 @@ const KernelTable& avx2_table() {
     t.quant.dot[1][4] = &quant_dot_q4_avx2_keys<4>;
     static_assert(kMaxDotRows == 4, "a kernel per row count");
     for (int r = 2; r <= kMaxDotRows; ++r) t.quant.dot_keys[1][r] = avx2_keys::kKeys;
+    t.quant.dot_spreads = true;
     // Weight rows as stored, a key at a time (quant_gemv_avx2.hpp): q8_0 for one or two rows,
     // q4_0 for one (two rows go faster eight keys a step, above).
     t.quant.gemv_rows[0] = 2, t.quant.gemv_rows[1] = 1;

@@ -48,6 +48,7 @@ const QuantKernels& avx512_vnni_quant_kernels() {
     k.dot[1][3] = &quant_dot_vnni512<1, 3>, k.dot[1][4] = &quant_dot_vnni512<1, 4>;
     static_assert(kMaxDotRows == 4, "a kernel per row count");
     for (int r = 2; r <= kMaxDotRows; ++r) k.dot_keys[0][r] = k.dot_keys[1][r] = vnni512::kKeys;
+    k.dot_spreads = true;
     // Weight rows as stored, a key at a time (quant_gemv_vnni512.hpp), for one or two rows: from
     // three the sixteen-key kernels' sharing of each key across rows wins.
     k.gemv_rows[0] = k.gemv_rows[1] = 2;

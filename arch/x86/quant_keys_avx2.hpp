@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "../common/prefetch.hpp"
 #include "../common/quant_lanes.hpp"
 #include "../kernels.hpp"
 
@@ -56,7 +57,7 @@ void quant_dot_q4_avx2_keys(const QuantRows& q, const uint8_t* k, int64_t ldk, i
                             int64_t lds, float alpha) {
   using namespace avx2_keys;
   constexpr int64_t BS = kQBlockBytes[1];
-  const int64_t blocks = q.blocks;
+  const int64_t blocks = q.blocks, groups = (n + kKeys - 1) / kKeys;
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b0 = 0; b0 < blocks; b0 += kPassBlocks) {
     const int64_t nb = std::min<int64_t>(kPassBlocks, blocks - b0);
@@ -71,6 +72,9 @@ void quant_dot_q4_avx2_keys(const QuantRows& q, const uint8_t* k, int64_t ldk, i
       for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
         const int64_t off = (b0 + b) * BS;
+        if (q.next.spread_rows > 0)  // the caller's later rows: a share each block of a group
+          prefetch_share(q.next.spread, q.next.spread_rows, ldk, blocks * BS,
+                         b0 * groups + j / kKeys * nb + b, blocks * groups, q.next.spread_l1);
         __m256i t[8];
         transpose_nibbles(rows, off + 2, t);
         alignas(16) uint16_t h[kKeys];

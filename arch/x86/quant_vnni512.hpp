@@ -195,8 +195,15 @@ void quant_dot_vnni512_key_rows(const QuantRows& q, const uint8_t* k, int64_t ld
         }
       }
     };
+    // The caller's later rows: a share each step of the first pass.
+    const auto spread = [&](int64_t j) {
+      if (first && q.next.spread_rows > 0)
+        prefetch_share(q.next.spread, q.next.spread_rows, ldk, blocks * BS, j / 4, (n + 3) / 4,
+                       q.next.spread_l1);
+    };
     int64_t j = 0;
     for (; j + 4 <= n; j += 4) {
+      spread(j);
       __m512 acc[4][R];
       for (int c = 0; c < 4; ++c)
         for (int r = 0; r < R; ++r) acc[c][r] = _mm512_setzero_ps();
@@ -204,6 +211,7 @@ void quant_dot_vnni512_key_rows(const QuantRows& q, const uint8_t* k, int64_t ld
       store(j, 4, acc);
     }
     if (j < n) {
+      spread(j);
       __m512 acc[4][R];
       for (int c = 0; c < 4; ++c)
         for (int r = 0; r < R; ++r) acc[c][r] = _mm512_setzero_ps();
@@ -218,7 +226,7 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
                        int64_t lds, float alpha) {
   using namespace vnni512;
   constexpr int64_t BS = kQBlockBytes[T];
-  const int64_t blocks = q.blocks;
+  const int64_t blocks = q.blocks, groups = (n + kKeys - 1) / kKeys;
   for (int64_t b0 = 0; b0 < blocks; b0 += kPassBlocks) {
     const int64_t nb = std::min<int64_t>(kPassBlocks, blocks - b0);
     const bool first = b0 == 0;
@@ -239,6 +247,9 @@ void quant_dot_vnni512(const QuantRows& q, const uint8_t* k, int64_t ldk, int64_
       for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
         const int64_t off = (b0 + b) * BS;
+        if (q.next.spread_rows > 0)  // the caller's later rows: a share each block of a group
+          prefetch_share(q.next.spread, q.next.spread_rows, ldk, blocks * BS,
+                         b0 * groups + j / kKeys * nb + b, blocks * groups, q.next.spread_l1);
         __m512i t[8];
         transpose_keys<T>(rows, off + 2, t);
         alignas(32) uint16_t h[kKeys];

@@ -107,13 +107,17 @@ void key_dots_quant(const Task& t, const Ahead& a, int64_t j0, int64_t jb, int64
   const int ti = t.krows.block_index();
   const uint8_t* kblock = t.krows.row8(j0 + jb);
   // The kernels prefetch up to kDecodeKeys rows ahead, past the call only on the rows `a` says
-  // follow it: calls of fewer rows (pages of 16) leave the rows `a` names to this loop (a head
-  // alone: kDecodeKeys past its own, each row once, successive calls tiling the window).
-  if (t.g.prefetch_kv && nb < kDecodeKeys) a.fetch(j0 + jb, nb);
+  // follow it: calls of fewer rows (pages of 16) leave the rows `a` names (a head alone:
+  // kDecodeKeys past its own, each row once, successive calls tiling the window) to this loop,
+  // which hands them to the first row group's call where its kernels spread them.
+  const bool short_call = t.g.prefetch_kv && nb < kDecodeKeys;
   for (int64_t i = 0; i < t.rows; i += R) {
     const int64_t r = std::min(R, t.rows - i);
-    const arch::QuantRows q{t.st.qq + i * D,      t.st.qd + i * blocks,  D, blocks, t.g.prefetch_kv,
-                            a.after(j0 + jb, nb), t.st.qsum + i * blocks};
+    const arch::NextRows next =
+        i == 0 && short_call ? a.after(j0 + jb, nb, qk.dot_spreads) : a.after(j0 + jb, nb);
+    const arch::QuantRows q{
+        t.st.qq + i * D,       t.st.qd + i * blocks, D, blocks, t.g.prefetch_kv, next,
+        t.st.qsum + i * blocks};
     qk.dot[ti][r](q, kblock, t.krows.ld_bytes(), nb, t.st.s + i * kBK + jb, kBK, t.g.scale);
   }
 }

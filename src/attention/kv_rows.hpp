@@ -241,9 +241,21 @@ struct Ahead {
     else
       rows->prefetch<2>(j + shift, n);
   }
-  // Where the rows that follow a kernel's call over [j, j + n) lie, for its own prefetches.
+  // Where the rows that follow a kernel's call over [j, j + n) lie, for its own prefetches; with
+  // `spreads` (a kernel that spreads NextRows::spread over its loop), the first run of the rows
+  // fetch(j, n) names handed to it there, the rest fetched now.
   arch::NextRows after(int64_t j, int64_t n) const {
     return own ? rows->after(j + n) : rows->after(j + shift);
+  }
+  TESSERA_ALWAYS_INLINE arch::NextRows after(int64_t j, int64_t n, bool spreads) const {
+    arch::NextRows next = after(j, n);
+    int64_t handed = 0;
+    if (spreads && j + shift < rows->end) {
+      handed = rows->run(j + shift, std::min(n, rows->end - (j + shift)));
+      next.spread = rows->row8(j + shift), next.spread_rows = handed, next.spread_l1 = l1;
+    }
+    if (handed < n) fetch(j + handed, n - handed);
+    return next;
   }
 };
 

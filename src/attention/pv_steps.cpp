@@ -135,10 +135,10 @@ void pv_quant(const Task& t, const Ahead& a, int64_t j0, int64_t, int64_t, int64
       const int64_t r = std::min(R, std::min(t.rows, ir + MR) - i);
       for (int64_t kb = k0, kn; kb < k1; kb += kn) {  // page by page
         kn = t.vrows.run(j0 + kb, k1 - kb);
-        if (t.g.prefetch_kv && i == ir && kn < kDecodeKeys)  // as key_dots_quant
-          a.fetch(j0 + kb, kn);
+        const bool short_call = t.g.prefetch_kv && i == ir && kn < kDecodeKeys;  // as key_dots
         qk.pv[ti][r](kn, t.st.s + i * kBK + kb, kBK, t.vrows.row8(j0 + kb), t.vrows.ld_bytes(),
-                     Dv / arch::kQBlock, t.st.o + i * Dv, Dv, a.after(j0 + kb, kn));
+                     Dv / arch::kQBlock, t.st.o + i * Dv, Dv,
+                     short_call ? a.after(j0 + kb, kn, true) : a.after(j0 + kb, kn));
       }
     }
   }
