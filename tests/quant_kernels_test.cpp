@@ -103,10 +103,12 @@ void test_dot(const KernelRow& row, int t) {
             ADD_FAILURE() << row.name << ": S(" << r << ", " << j << ") = " << got << ", want "
                           << want << " (blocks " << blocks << ", n " << n << ")";
         }
-      // The streamed hint and rows to spread (K's own) move prefetches only: the same bits.
+      // The streamed hint and the rows named for prefetches (other keys, which a kernel that
+      // read them would sum) move prefetches only: the same bits.
       std::vector<float> s2(s.size(), kGuard);
+      const auto other = random_blocks(t, n, blocks, ldk, uint32_t(combo + 1000));
       arch::QuantRows hinted{qs.data(), qd.data(), D, blocks, true};
-      hinted.next = {k.data(), n, k.data(), n, combo % 3 == 0};
+      hinted.next = {other.data(), n, other.data(), n, combo % 3 == 0};
       fn(hinted, k.data(), ldk, n, s2.data() + lds, lds, alpha);
       if (std::memcmp(s.data(), s2.data(), s.size() * sizeof(float)) != 0)
         ADD_FAILURE() << row.name << ": the prefetch hints changed S (blocks " << blocks << ", n "
@@ -131,10 +133,11 @@ void test_pv(const KernelRow& row, int t) {
       for (int64_t r = 0; r < R; ++r)
         for (int64_t c = 0; c < Dv; ++c) o[size_t((r + 1) * ldo + c)] = o0[size_t(r * Dv + c)];
       ++combo;
-      // The rows after the call's and those to spread named (for its prefetches): V's own,
-      // which it must not read.
+      // The rows after the call's and those to spread named (for its prefetches): other V
+      // rows, which it must not read.
+      const auto other = random_blocks(t, n, blocks, ldv, uint32_t(combo + 1000));
       fn(n, p.data(), ldp, v.data(), ldv, blocks, o.data() + ldo, ldo,
-         {v.data(), n, v.data(), n, combo % 2 == 0});
+         {other.data(), n, other.data(), n, combo % 2 == 0});
       int bad = 0;
       for (int64_t r = -1; r <= R; ++r)
         for (int64_t c = 0; c < ldo; ++c) {
