@@ -5,10 +5,12 @@
 // of the tile; pages shared between batches; bad tables rejected with nothing written.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "attention_tester.hpp"
+#include "src/runtime/tuning.hpp"
 #include "tessera/reference.hpp"
 #include "test_util.hpp"
 
@@ -168,6 +170,36 @@ TEST_P(Paged, ShortPagesReadHeadsTogetherAsHeadByHead) {
       tessera::set_num_threads(0);
       EXPECT_EQ(o[0], o[1]);
       EXPECT_EQ(lse[0], lse[1]);
+    }
+}
+
+// Decode from memory: K and V past the tuning row's attention_stream_kv_bytes, where the readers
+// prefetch the rows they read next across pages (a short call's handed to its kernels). Scattered
+// 16-row pages whose heads a task reads together, and a head-major pool whose pages run on three
+// at a time; the last page half filled.
+TEST_P(Paged, DecodeFromMemoryAgainstTheReference) {
+  const tessera::detail::Tuning& tn = tessera::detail::active_tuning();
+  std::vector<Types> types = {{TESSERA_F16, TESSERA_F16}};
+  if (tt::block_types_built()) types.push_back({TESSERA_Q8_0, TESSERA_Q8_0});
+  uint32_t seed = 1400;
+  for (const Types& ty : types)
+    for (const bool runs : {false, true}) {
+#ifdef TESSERA_LIGHT_SWEEPS  // (qemu, sanitizers: f16 head-major, q8_0 scattered)
+      if (runs != (ty.k == TESSERA_F16)) continue;
+#endif
+      constexpr int64_t kKvHeads = 4, kD = 128;
+      const int64_t key_bytes =
+          kKvHeads * (tessera_dtype_size(ty.k, kD) + tessera_dtype_size(ty.v, kD));
+      const int64_t past = std::max(int64_t(tn.attention_stream_kv_bytes) / key_bytes,
+                                    2 * tn.attention_decode_chunk);
+      const int64_t kv = (past / 16 + 2) * 16 + 8;
+      SCOPED_TRACE(testing::Message() << "k " << ty.k << " kv " << kv << " runs " << runs);
+      AttentionTester(1, 4 * kKvHeads, kKvHeads, 1, kv, kD, kD)
+          .kv_types(ty.k, ty.v)
+          .causal(BR)
+          .with_lse()
+          .paged(16, runs)
+          .test(1e-5, seed++);
     }
 }
 
