@@ -225,7 +225,10 @@ class AttentionTester {
     auto widen = [](tessera_dtype& t, const void*& data, size_t n, std::vector<float>& f) {
       if (t == TESSERA_F32) return;
       f.resize(n);
-      for (size_t i = 0; i < n; ++i) f[i] = tessera::reference::element(t, data, int64_t(i));
+      if (AttentionProblem::block(t))  // (whole blocks: each scale converted once)
+        tessera::reference::dequantize(t, int64_t(n), data, f.data());
+      else
+        for (size_t i = 0; i < n; ++i) f[i] = tessera::reference::element(t, data, int64_t(i));
       t = TESSERA_F32, data = f.data();
     };
     widen(rd.k_type, rk, p.k.size(), kf);
