@@ -1,6 +1,7 @@
 // Reference attention: for each query, every key's score and visibility straight from the
 // definition in tessera.h, then a double-precision softmax over the visible keys. With a block
 // type K, the query rounded to q8_0 as tessera.h says.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -18,6 +19,13 @@ int64_t kv_row(const tessera_attention_desc& d, const int64_t* st, int64_t b, in
   return page * st[0] + hk * st[1] + j % d.page_size * st[2];
 }
 
+// Row `at` of K or V as float32 (one call per row: element() per value was most of the time).
+const float* widen(tessera_dtype t, const void* base, int64_t at, int64_t n, float* row) {
+  if (t == TESSERA_F32) return static_cast<const float*>(base) + at;
+  for (int64_t c = 0; c < n; ++c) row[c] = element(t, base, at + c);
+  return row;
+}
+
 }  // namespace
 
 void attention(const tessera_attention_desc& d, const float* q, const void* k, const void* v,
@@ -28,6 +36,7 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
   std::vector<double> s(static_cast<size_t>(d.kv_len));
   std::vector<char> visible(static_cast<size_t>(d.kv_len));
   std::vector<double> acc(static_cast<size_t>(d.value_dim));
+  std::vector<float> row(static_cast<size_t>(std::max(d.head_dim, d.value_dim)));
   const bool quantized_k = d.k_type == TESSERA_Q8_0 || d.k_type == TESSERA_Q4_0;
   std::vector<float> q_rounded(quantized_k ? size_t(d.head_dim) : 0);
   std::vector<float> q_rotated(d.hadamard ? size_t(d.head_dim) : 0);
@@ -61,10 +70,10 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
             vis = false;
           visible[j] = 0;
           if (!vis) continue;
-          const int64_t kj = kv_row(d, d.k_stride, b, hk, j);
+          const float* kr =
+              widen(d.k_type, k, kv_row(d, d.k_stride, b, hk, j), d.head_dim, row.data());
           double dot = 0.0;
-          for (int64_t c = 0; c < d.head_dim; ++c)
-            dot += double(qi[c]) * double(element(d.k_type, k, kj + c));
+          for (int64_t c = 0; c < d.head_dim; ++c) dot += double(qi[c]) * double(kr[c]);
           double score = scale * dot;
           if (d.softcap > 0.0f) score = d.softcap * std::tanh(score / d.softcap);
           if (d.alibi_slopes) score += double(d.alibi_slopes[h]) * double(j - p);
@@ -89,9 +98,9 @@ void attention(const tessera_attention_desc& d, const float* q, const void* k, c
           if (!visible[j]) continue;
           const double w = m == kInf ? (s[j] == kInf ? 1.0 : 0.0) : std::exp(s[j] - m);
           sum += w;
-          const int64_t vj = kv_row(d, d.v_stride, b, hk, j);
-          for (int64_t c = 0; c < d.value_dim; ++c)
-            acc[c] += w * double(element(d.v_type, v, vj + c));
+          const float* vr =
+              widen(d.v_type, v, kv_row(d, d.v_stride, b, hk, j), d.value_dim, row.data());
+          for (int64_t c = 0; c < d.value_dim; ++c) acc[c] += w * double(vr[c]);
         }
         float* oi = o + b * d.o_stride[0] + h * d.o_stride[1] + i * d.o_stride[2];
         double lse;

@@ -28,7 +28,11 @@ std::vector<float> project(int64_t rows, int64_t in, int64_t out, const float* x
   const bool block = wt == TESSERA_Q8_0 || wt == TESSERA_Q4_0;
   std::vector<float> wf(size_t(in * out)), xr(static_cast<size_t>(in));
   std::vector<uint8_t> xq(storage_bytes(TESSERA_Q8_0, block ? in : 0));
-  if (block) dequantize(wt, in * out, w, wf.data());  // [c][p]
+  if (block)
+    dequantize(wt, in * out, w, wf.data());  // [c][p]
+  else  // [p][c], widened once (transposed to [c][p]) rather than at every product
+    for (int64_t p = 0; p < in; ++p)
+      for (int64_t c = 0; c < out; ++c) wf[size_t(c * in + p)] = element(wt, w, p * out + c);
   std::vector<float> y(static_cast<size_t>(rows * out));
   for (int64_t r = 0; r < rows; ++r) {
     std::copy(x + r * in, x + (r + 1) * in, xr.begin());
@@ -38,9 +42,7 @@ std::vector<float> project(int64_t rows, int64_t in, int64_t out, const float* x
     }
     for (int64_t c = 0; c < out; ++c) {
       double acc = bias ? bias[c] : 0.0;
-      for (int64_t p = 0; p < in; ++p)
-        acc +=
-            double(xr[size_t(p)]) * (block ? wf[size_t(c * in + p)] : element(wt, w, p * out + c));
+      for (int64_t p = 0; p < in; ++p) acc += double(xr[size_t(p)]) * wf[size_t(c * in + p)];
       y[r * out + c] = static_cast<float>(acc);
     }
   }
