@@ -133,8 +133,9 @@ KeyDots key_dots(const arch::KernelTable& kt, tessera_dtype k_type) {
 // What head h of a task's `heads` (rows: each head's K or V rows) prefetches while it reads its
 // run of page g (m rows from lo) of a group of `pages` (KvRows::page_runs): the next head's run
 // of the same page (the last head's: the first head's on that page of the next group), memory
-// beside its own, or where the kernels spread it, the rows that far on in reading order. Its own
-// run of the next (scattered) page, or alone its rows kDecodeKeys on, measured slower.
+// beside its own, or where the kernels spread it, the rows `distance` on in reading order (the
+// 16-bit kernels' rows, and a block type's short calls: Ahead::after). Its own run of the next
+// (scattered) page, or alone its rows kDecodeKeys on, measured slower.
 Ahead next_run(const Task& own, const KvRows* const* rows, int64_t heads, int64_t h, int64_t pages,
                int64_t g, int64_t lo, int64_t m) {
   const bool l1 = own.g.prefetch_l1;

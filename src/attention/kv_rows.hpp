@@ -241,14 +241,33 @@ struct Ahead {
     else
       rows->prefetch<2>(j + shift, n);
   }
-  // Where the rows that follow a kernel's call over [j, j + n) lie, for its own prefetches; with
-  // `spreads` (a kernel that spreads NextRows::spread over its loop), the first run of the rows
-  // fetch(j, n) names handed to it there, the rest fetched now.
+  // n rows from `at` (each one's row_bytes), now.
+  TESSERA_ALWAYS_INLINE void fetch(arch::RowsAhead at, int64_t n) const {
+    const int64_t len = rows->row_bytes(), lines = at.ld == len ? 1 : n;  // back to back: a span
+    const int64_t span = at.ld == len ? n * len : len;
+    if (l1)
+      arch::prefetch_rows_ahead<3>(at.at, 0, lines, at.ld, span);
+    else
+      arch::prefetch_rows_ahead<2>(at.at, 0, lines, at.ld, span);
+  }
+  // Where the rows that follow a kernel's call over [j, j + n) lie, for its own prefetches; and
+  // for a short call (fewer rows than the kernels prefetch ahead: pages of 16), the rows read
+  // `distance` on in reading order (spread), handed to a kernel that spreads NextRows::spread
+  // over its loop (`spreads`) or fetched now. The next run alone (a page's next head, 2 KB of
+  // q8_0 on) arrived late: its loads waited on memory. Where those rows do not lie at a stride,
+  // the first run of the rows fetch(j, n) names goes instead, the same way.
   arch::NextRows after(int64_t j, int64_t n) const {
     return own ? rows->after(j + n) : rows->after(j + shift);
   }
   TESSERA_ALWAYS_INLINE arch::NextRows after(int64_t j, int64_t n, bool spreads) const {
     arch::NextRows next = after(j, n);
+    if (const arch::RowsAhead far = spread(j, n); far.at) {
+      if (spreads)
+        next.spread = far.at, next.spread_rows = n, next.spread_l1 = l1;
+      else
+        fetch(far, n);
+      return next;
+    }
     int64_t handed = 0;
     if (spreads && j + shift < rows->end) {
       handed = rows->run(j + shift, std::min(n, rows->end - (j + shift)));
