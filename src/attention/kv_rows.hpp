@@ -241,15 +241,6 @@ struct Ahead {
     else
       rows->prefetch<2>(j + shift, n);
   }
-  // n rows from `at` (each one's row_bytes), now.
-  TESSERA_ALWAYS_INLINE void fetch(arch::RowsAhead at, int64_t n) const {
-    const int64_t len = rows->row_bytes(), lines = at.ld == len ? 1 : n;  // back to back: a span
-    const int64_t span = at.ld == len ? n * len : len;
-    if (l1)
-      arch::prefetch_rows_ahead<3>(at.at, 0, lines, at.ld, span);
-    else
-      arch::prefetch_rows_ahead<2>(at.at, 0, lines, at.ld, span);
-  }
   // Where the rows that follow a kernel's call over [j, j + n) lie, for its own prefetches; and
   // for a short call (fewer rows than the kernels prefetch ahead: pages of 16), the rows read
   // `distance` on in reading order (spread), handed to a kernel that spreads NextRows::spread
@@ -264,8 +255,8 @@ struct Ahead {
     if (const arch::RowsAhead far = spread(j, n); far.at) {
       if (spreads)
         next.spread = far.at, next.spread_rows = n, next.spread_l1 = l1;
-      else
-        fetch(far, n);
+      else  // all now: the one share of one step
+        arch::prefetch_share(far.at, n, far.ld, rows->row_bytes(), 0, 1, l1);
       return next;
     }
     int64_t handed = 0;
